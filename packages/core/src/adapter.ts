@@ -1,0 +1,87 @@
+import type { ProbeContext, ProbeResult } from './monitor/types.js';
+import type { PositionCodec } from './position.js';
+
+/** Target id of the primary in route decisions; replica ids may not use it. */
+export const PRIMARY = 'primary';
+
+/** Options a caller passes to a write; adapters read what applies to them. */
+export interface WriteOptions {
+  /**
+   * Run `fn` inside a transaction the adapter opens and commits (and rolls back on error).
+   * Default true: adapters then capture the position together with the commit.
+   */
+  transaction?: boolean;
+}
+
+export interface ReadContext {
+  /** Aborted when the caller gives up; adapters should cancel the query where they can. */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** What an adapter returns from a read. */
+export interface ReadOutcome<T, P> {
+  readonly value: T;
+  /**
+   * A position at least as new as the state the read observed, taken on the same connection
+   * after the read (or returned with the result). Raises the session token (invariant 3).
+   */
+  readonly observed?: P;
+}
+
+/** What an adapter returns from a write. */
+export interface WriteOutcome<T, P> {
+  readonly value: T;
+  /** Position captured after the commit was acknowledged, on the committing connection. */
+  readonly position: P;
+}
+
+/** Result of a bounded server-side wait on one replica. */
+export type WaitOutcome<P> =
+  | { readonly outcome: 'reached'; readonly applied?: P }
+  | { readonly outcome: 'timeout' }
+  | { readonly outcome: 'other-history' };
+
+/**
+ * What a database adapter supplies to the router. `C` is the connection or session type the
+ * caller's callbacks receive (a pg client, a mysql2 connection, a MongoDB session handle).
+ * Core never looks inside `C` or `P`.
+ */
+export interface Adapter<P, C> {
+  readonly codec: PositionCodec<P>;
+  /** Replica ids, in the order selection policies see them. Must not include `primary`. */
+  readonly replicas: readonly string[];
+  /**
+   * Run `fn` on a connection to `target` (`primary` or a replica id) in read-only mode,
+   * and report the position the read observed.
+   */
+  read<T>(
+    target: string,
+    fn: (connection: C) => Promise<T>,
+    context: ReadContext,
+  ): Promise<ReadOutcome<T, P>>;
+  /** Run `fn` on the primary and capture the position after the commit. Never retried. */
+  write<T>(fn: (connection: C) => Promise<T>, options: WriteOptions): Promise<WriteOutcome<T, P>>;
+  /** Applied position and lag of one replica, in one cheap round trip. */
+  probe(replicaId: string, context: ProbeContext<P>): Promise<ProbeResult<P>>;
+  /** Current position of the primary. */
+  probePrimary(context: { signal: AbortSignal }): Promise<P>;
+  /**
+   * Block on the replica until it applies `position` or `timeoutMs` passes, server-side where
+   * the database can (WAIT FOR LSN, WAIT_FOR_EXECUTED_GTID_SET, MASTER_GTID_WAIT). Optional: the
+   * router polls `probe` when it is missing.
+   */
+  waitFor?(
+    replicaId: string,
+    position: P,
+    timeoutMs: number,
+    context: { signal: AbortSignal },
+  ): Promise<WaitOutcome<P>>;
+  /**
+   * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server
+   * shutting down). Errors in the caller's own query (syntax, read-only violation) are not.
+   * Default: every error is retried once.
+   */
+  isRetryable?(error: unknown): boolean;
+  /** Release pools and connections. */
+  close(): Promise<void>;
+}

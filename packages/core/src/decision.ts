@@ -1,0 +1,46 @@
+/**
+ * Why a read went where it went. Stable strings: dashboards and tests match on them.
+ *
+ * - `no-token`: the session has no position for this cluster; any healthy replica.
+ * - `replica-covered`: a healthy replica had already applied the session's position.
+ * - `replica-waited`: a replica caught up within the wait budget.
+ * - `primary-fallback`: no replica caught up in time; served by the primary under the cap.
+ * - `primary-no-replica`: no healthy replica at all; served by the primary under the cap.
+ * - `primary-other-history`: the token is from another history; policy sends it to the primary.
+ * - `degraded-stale`: cap exhausted, policy 'stale': served by a replica that may be behind.
+ * - `bad-token-ignored`: the session's position was invalid or impossible and policy ignores it.
+ */
+export type DecisionReason =
+  | 'no-token'
+  | 'replica-covered'
+  | 'replica-waited'
+  | 'primary-fallback'
+  | 'primary-no-replica'
+  | 'primary-other-history'
+  | 'degraded-stale'
+  | 'bad-token-ignored';
+
+export const DECISION_REASONS: readonly DecisionReason[] = [
+  'no-token',
+  'replica-covered',
+  'replica-waited',
+  'primary-fallback',
+  'primary-no-replica',
+  'primary-other-history',
+  'degraded-stale',
+  'bad-token-ignored',
+];
+
+/** Where one read went, and why. */
+export interface RouteDecision {
+  readonly cluster: string;
+  /** `primary` or a replica id. */
+  readonly target: string;
+  readonly reason: DecisionReason;
+  /** Milliseconds spent waiting for a replica to catch up. */
+  readonly waitedMs: number;
+  /** True when the result may not include the session's own writes (degraded 'stale'). */
+  readonly stale: boolean;
+  /** True when the first target failed and the read was retried once elsewhere. */
+  readonly retried: boolean;
+}

@@ -1,0 +1,288 @@
+import { type Clock, systemClock } from '../clock.js';
+import { ConfigError } from '../errors.js';
+import { Emitter } from '../events.js';
+import type { PositionCodec } from '../position.js';
+import type {
+  MonitorEvents,
+  ProbeContext,
+  ProbeResult,
+  ReplicaMonitor,
+  ReplicaState,
+} from './types.js';
+
+export interface PollingMonitorOptions<P> {
+  codec: PositionCodec<P>;
+  /** Replica ids, in the order selection policies see them. */
+  replicas: readonly string[];
+  probe: (id: string, context: ProbeContext<P>) => Promise<ProbeResult<P>>;
+  /** Probe of the primary's current position; enables lag bytes and impossible-token checks. */
+  probePrimary?: (context: { signal: AbortSignal }) => Promise<P>;
+  /** Time between probes of a healthy replica. Default 200 ms. */
+  intervalMs?: number;
+  /** A probe slower than this counts as failed. Default 1000 ms. */
+  probeTimeoutMs?: number;
+  /** Delay before re-probing an unreachable replica; doubles per failure. Default 250 ms. */
+  backoffInitialMs?: number;
+  /** Cap of the backoff delay. Default 5000 ms. */
+  backoffMaxMs?: number;
+  clock?: Clock;
+}
+
+interface Slot<P> {
+  state: ReplicaState<P>;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  inFlight: Promise<void> | undefined;
+}
+
+/**
+ * Polls every replica on its own timer. Slow or dead replicas back off without delaying the
+ * others. The applied position only moves forward within one history (invariant 2): a probe that
+ * started before an earlier one finished cannot pull the view back.
+ */
+export class PollingMonitor<P> implements ReplicaMonitor<P> {
+  readonly events = new Emitter<MonitorEvents<P>>();
+  private readonly options: Required<
+    Omit<PollingMonitorOptions<P>, 'probePrimary' | 'clock' | 'codec' | 'replicas' | 'probe'>
+  >;
+  private readonly codec: PositionCodec<P>;
+  private readonly probeFn: PollingMonitorOptions<P>['probe'];
+  private readonly probePrimaryFn: PollingMonitorOptions<P>['probePrimary'];
+  private readonly clock: Clock;
+  private readonly slots: Slot<P>[];
+  private readonly byId = new Map<string, Slot<P>>();
+  private snapshot: ReadonlyArray<ReplicaState<P>>;
+  private primary: P | undefined;
+  private primaryTimer: ReturnType<typeof setTimeout> | undefined;
+  private running = false;
+  private closed = false;
+
+  constructor(options: PollingMonitorOptions<P>) {
+    const intervalMs = options.intervalMs ?? 200;
+    const probeTimeoutMs = options.probeTimeoutMs ?? 1000;
+    const backoffInitialMs = options.backoffInitialMs ?? 250;
+    const backoffMaxMs = options.backoffMaxMs ?? 5000;
+    for (const [name, value] of Object.entries({
+      intervalMs,
+      probeTimeoutMs,
+      backoffInitialMs,
+      backoffMaxMs,
+    })) {
+      if (!(Number.isFinite(value) && value > 0)) {
+        throw new ConfigError(`monitor ${name} must be a positive number of ms, got ${value}.`);
+      }
+    }
+    if (new Set(options.replicas).size !== options.replicas.length) {
+      throw new ConfigError('Replica ids must be unique.');
+    }
+    this.options = { intervalMs, probeTimeoutMs, backoffInitialMs, backoffMaxMs };
+    this.codec = options.codec;
+    this.probeFn = options.probe;
+    this.probePrimaryFn = options.probePrimary;
+    this.clock = options.clock ?? systemClock;
+    this.slots = options.replicas.map((id) => ({
+      state: {
+        id,
+        reachable: false,
+        applied: undefined,
+        lagSeconds: undefined,
+        lagBytes: undefined,
+        paused: false,
+        sampledAt: Number.NEGATIVE_INFINITY,
+        failures: 0,
+        lastError: undefined,
+      },
+      timer: undefined,
+      inFlight: undefined,
+    }));
+    for (const slot of this.slots) this.byId.set(slot.state.id, slot);
+    this.snapshot = this.slots.map((s) => s.state);
+  }
+
+  states(): ReadonlyArray<ReplicaState<P>> {
+    return this.snapshot;
+  }
+
+  state(id: string): ReplicaState<P> | undefined {
+    return this.byId.get(id)?.state;
+  }
+
+  primaryPosition(): P | undefined {
+    return this.primary;
+  }
+
+  start(): void {
+    if (this.running || this.closed) return;
+    this.running = true;
+    for (const slot of this.slots) this.schedule(slot, 0);
+    if (this.probePrimaryFn) this.schedulePrimary(0);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.running = false;
+    for (const slot of this.slots) clearTimeout(slot.timer);
+    clearTimeout(this.primaryTimer);
+    await Promise.allSettled(this.slots.map((s) => s.inFlight));
+  }
+
+  async refresh(id?: string): Promise<void> {
+    const targets =
+      id === undefined ? this.slots : [this.byId.get(id)].filter((s) => s !== undefined);
+    await Promise.all(targets.map((slot) => this.probeSlot(slot)));
+  }
+
+  async refreshPrimary(): Promise<P | undefined> {
+    if (!this.probePrimaryFn) return this.primary;
+    const controller = new AbortController();
+    const position = await this.withTimeout(
+      this.probePrimaryFn({ signal: controller.signal }),
+      controller,
+    );
+    this.observePrimary(position);
+    return this.primary;
+  }
+
+  observe(id: string, applied: P): void {
+    const slot = this.byId.get(id);
+    if (!slot) return;
+    const current = slot.state.applied;
+    if (current !== undefined && this.codec.compare(current, applied) !== 'behind') return;
+    this.update(slot, { ...slot.state, applied });
+  }
+
+  observePrimary(position: P): void {
+    if (this.primary !== undefined) {
+      const relation = this.codec.compare(this.primary, position);
+      if (relation === 'covered') return;
+    }
+    this.primary = position;
+    this.events.emit('primary', position);
+  }
+
+  reportFailure(id: string, error: unknown): void {
+    const slot = this.byId.get(id);
+    if (!slot) return;
+    this.update(slot, {
+      ...slot.state,
+      reachable: false,
+      failures: slot.state.failures + 1,
+      lastError: error,
+    });
+    // Re-probe soon rather than after a full interval: the failure may have been transient.
+    if (this.running && !slot.inFlight) this.schedule(slot, this.backoffDelay(slot.state.failures));
+  }
+
+  private schedule(slot: Slot<P>, delayMs: number): void {
+    clearTimeout(slot.timer);
+    if (!this.running) return;
+    slot.timer = setTimeout(() => {
+      void this.probeSlot(slot).finally(() => {
+        const failures = slot.state.failures;
+        this.schedule(slot, failures > 0 ? this.backoffDelay(failures) : this.options.intervalMs);
+      });
+    }, delayMs);
+    unrefTimer(slot.timer);
+  }
+
+  private schedulePrimary(delayMs: number): void {
+    if (!this.running) return;
+    this.primaryTimer = setTimeout(() => {
+      void this.refreshPrimary()
+        .catch(() => undefined)
+        .finally(() => this.schedulePrimary(this.options.intervalMs));
+    }, delayMs);
+    unrefTimer(this.primaryTimer);
+  }
+
+  private backoffDelay(failures: number): number {
+    const exponent = Math.min(failures - 1, 20);
+    return Math.min(this.options.backoffMaxMs, this.options.backoffInitialMs * 2 ** exponent);
+  }
+
+  /** One probe at a time per replica; concurrent callers share the one in flight. */
+  private probeSlot(slot: Slot<P>): Promise<void> {
+    if (slot.inFlight) return slot.inFlight;
+    const run = async () => {
+      const controller = new AbortController();
+      const startedAt = this.clock.now();
+      try {
+        const result = await this.withTimeout(
+          this.probeFn(slot.state.id, { signal: controller.signal, primary: this.primary }),
+          controller,
+        );
+        this.accept(slot, result, startedAt);
+      } catch (error) {
+        if (this.closed) return;
+        this.update(slot, {
+          ...slot.state,
+          reachable: false,
+          failures: slot.state.failures + 1,
+          lastError: error,
+        });
+      }
+    };
+    slot.inFlight = run().finally(() => {
+      slot.inFlight = undefined;
+    });
+    return slot.inFlight;
+  }
+
+  private accept(slot: Slot<P>, result: ProbeResult<P>, startedAt: number): void {
+    if (this.closed) return;
+    const previous = slot.state.applied;
+    let applied = result.applied;
+    if (previous !== undefined) {
+      const relation = this.codec.compare(result.applied, previous);
+      if (relation === 'behind') applied = previous;
+      else if (relation === 'other-history') {
+        this.events.emit('history-change', { id: slot.state.id, previous, next: result.applied });
+      }
+    }
+    this.update(slot, {
+      id: slot.state.id,
+      reachable: true,
+      applied,
+      lagSeconds: result.lagSeconds,
+      lagBytes: result.lagBytes,
+      paused: result.paused ?? false,
+      // The sample is as old as the moment the probe was sent, not when its answer arrived.
+      sampledAt: startedAt,
+      failures: 0,
+      lastError: undefined,
+    });
+  }
+
+  private update(slot: Slot<P>, next: ReplicaState<P>): void {
+    const before = slot.state;
+    slot.state = next;
+    this.snapshot = this.slots.map((s) => s.state);
+    this.events.emit('state', next);
+    if (before.reachable !== next.reachable) this.events.emit('reachability', next);
+  }
+
+  private withTimeout<T>(promise: Promise<T>, controller: AbortController): Promise<T> {
+    const timeoutMs = this.options.probeTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        controller.abort();
+        reject(new Error(`probe timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      unrefTimer(timer);
+      promise.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+}
+
+function unrefTimer(timer: ReturnType<typeof setTimeout> | undefined): void {
+  // Background polling must not keep a process alive on its own.
+  (timer as { unref?: () => void } | undefined)?.unref?.();
+}

@@ -1,0 +1,83 @@
+import type { Emitter } from '../events.js';
+
+/** What one probe of a replica reports. Adapters build it from one cheap query. */
+export interface ProbeResult<P> {
+  /** Position the replica has applied (replayed), visible to new reads. */
+  readonly applied: P;
+  /** Seconds the replica's visible state trails the primary, when the database can tell. */
+  readonly lagSeconds?: number;
+  /** Bytes of log not yet applied, where the database has them (PostgreSQL). */
+  readonly lagBytes?: number;
+  /** True when apply is paused on purpose (PostgreSQL replay pause, MySQL stopped applier). */
+  readonly paused?: boolean;
+}
+
+/** Context handed to a probe. */
+export interface ProbeContext<P> {
+  /** Aborted when the probe timeout fires; adapters should cancel the query. */
+  readonly signal: AbortSignal;
+  /** Latest primary position the monitor knows, for adapters that compute lag bytes. */
+  readonly primary: P | undefined;
+}
+
+/** The monitor's view of one replica. Immutable: a new object replaces it on every change. */
+export interface ReplicaState<P> {
+  readonly id: string;
+  /** Whether the last probe (or read) on this replica succeeded. */
+  readonly reachable: boolean;
+  /** Latest applied position; only moves forward within one history (invariant 2). */
+  readonly applied: P | undefined;
+  readonly lagSeconds: number | undefined;
+  readonly lagBytes: number | undefined;
+  readonly paused: boolean;
+  /** Clock time (ms) of the sample this state comes from; -Infinity before the first one. */
+  readonly sampledAt: number;
+  /** Consecutive failed probes or reads. */
+  readonly failures: number;
+  readonly lastError: unknown;
+}
+
+export interface MonitorEvents<P> {
+  /** A replica's state changed (any field). */
+  state: (state: ReplicaState<P>) => void;
+  /** A replica became reachable or unreachable. */
+  reachability: (state: ReplicaState<P>) => void;
+  /**
+   * A replica now reports a position from another history than the one the monitor held
+   * (it was re-pointed after a failover). The monitor adopts the new history.
+   */
+  'history-change': (event: { id: string; previous: P; next: P }) => void;
+  /** The primary's sampled position. */
+  primary: (position: P) => void;
+}
+
+/**
+ * Where the router learns what each replica has applied. The polling implementation is
+ * {@link PollingMonitor}; adapters with push notifications (MongoDB heartbeats) can supply
+ * their own.
+ */
+export interface ReplicaMonitor<P> {
+  readonly events: Emitter<MonitorEvents<P>>;
+  /** Current states, one per replica, in configuration order. Cheap: called on every read. */
+  states(): ReadonlyArray<ReplicaState<P>>;
+  state(id: string): ReplicaState<P> | undefined;
+  /** Latest known primary position, if the monitor samples the primary. */
+  primaryPosition(): P | undefined;
+  /**
+   * Report a position the replica is known to have applied (a finished wait or a read's own
+   * observation). Never moves the view backwards.
+   */
+  observe(id: string, applied: P): void;
+  /** Report a primary position learned elsewhere (a write's captured position). */
+  observePrimary(position: P): void;
+  /** Report that a read on the replica failed, so routing avoids it until it answers again. */
+  reportFailure(id: string, error: unknown): void;
+  /** Probe one replica now (or all when `id` is omitted) and wait for the result. */
+  refresh(id?: string): Promise<void>;
+  /** Probe the primary now and return its position, when the monitor can. */
+  refreshPrimary(): Promise<P | undefined>;
+  /** Begin background polling. Idempotent. */
+  start(): void;
+  /** Stop polling and release timers. Idempotent. */
+  close(): Promise<void>;
+}

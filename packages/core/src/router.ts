@@ -1,0 +1,598 @@
+import { type Adapter, PRIMARY, type WriteOptions } from './adapter.js';
+import { type Clock, systemClock } from './clock.js';
+import type { DecisionReason, RouteDecision } from './decision.js';
+import {
+  ConfigError,
+  ErrorCode,
+  OtherHistoryError,
+  ReplicasBehindError,
+  TidemarkError,
+  TokenError,
+} from './errors.js';
+import { Emitter } from './events.js';
+import type { HealthOptions } from './health.js';
+import { RouterMetrics } from './metrics.js';
+import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
+import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
+import { bestEffortReplica, planRead } from './plan.js';
+import { type SelectionName, type SelectionPolicy, selectionPolicy } from './selection.js';
+import type { Session } from './session.js';
+import { assertClusterName } from './token.js';
+import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
+
+export interface RouterOptions<P, C> {
+  adapter: Adapter<P, C>;
+  /** Name of this cluster inside tokens. Default `default`. */
+  cluster?: string;
+  /** Supply a monitor; by default a {@link PollingMonitor} over the adapter's probes. */
+  monitor?: ReplicaMonitor<P>;
+  /** Options of the default polling monitor. */
+  monitorOptions?: Partial<
+    Omit<PollingMonitorOptions<P>, 'codec' | 'replicas' | 'probe' | 'probePrimary'>
+  >;
+  health?: Partial<HealthOptions>;
+  /** Which covered replica serves a read. Default `least-lag`. */
+  selection?: SelectionName | SelectionPolicy;
+  wait?: {
+    /** Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables. */
+    budgetMs?: number;
+    /** Poll period when the adapter has no server-side wait. Default 10 ms. */
+    pollIntervalMs?: number;
+  };
+  /** Leader fallback under a token-bucket cap (invariant 5). */
+  fallback?: {
+    /** Default true. */
+    enabled?: boolean;
+  } & Partial<TokenBucketOptions>;
+  /**
+   * Above the fallback cap: `error` throws {@link ReplicasBehindError} (retryable, with an ETA),
+   * `stale` serves from the best replica and marks the decision stale. Default `error`.
+   */
+  degraded?: 'error' | 'stale';
+  /**
+   * A session position that does not decode, or that is ahead of the primary (impossible):
+   * `reject` throws the TokenError, `ignore` treats the session as having no position.
+   * Both are counted. Default `reject`.
+   */
+  badToken?: 'reject' | 'ignore';
+  /**
+   * A session position from another history (lost in a failover): `error` throws
+   * {@link OtherHistoryError}; `primary` reads from the primary (under the cap). Default `error`.
+   */
+  otherHistory?: 'error' | 'primary';
+  clock?: Clock;
+}
+
+export interface ReadOptions {
+  /** Stable key (user or session id) for the `affinity` selection policy. */
+  affinityKey?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export interface RouterEvents<P> {
+  decision: (decision: RouteDecision) => void;
+  wait: (event: {
+    cluster: string;
+    replica: string;
+    waitedMs: number;
+    reached: boolean;
+    serverSide: boolean;
+  }) => void;
+  'cap-rejected': (event: { cluster: string; waitedMs: number }) => void;
+  retry: (event: { cluster: string; failedTarget: string; error: unknown }) => void;
+  'bad-token': (event: { cluster: string; error: TokenError }) => void;
+  'other-history': (event: { cluster: string; position: P }) => void;
+  write: (event: { cluster: string; position: P; durationMs: number }) => void;
+  'replica-state': (state: ReplicaState<P>) => void;
+}
+
+/** Result of {@link Router.readDetailed}. */
+export interface RoutedRead<T> {
+  readonly value: T;
+  readonly decision: RouteDecision;
+}
+
+/** Internal: a chosen target before the read runs. */
+interface Route {
+  target: string;
+  reason: DecisionReason;
+  stale: boolean;
+}
+
+/**
+ * The token router: sends each read to a replica that has applied the session's position,
+ * waits a bounded time, falls back to the primary under a cap, else degrades by policy
+ * (DESIGN.md, "The read path"). One router per cluster; one session can span several routers.
+ */
+export class Router<P, C> {
+  readonly cluster: string;
+  readonly monitor: ReplicaMonitor<P>;
+  readonly events = new Emitter<RouterEvents<P>>();
+  private readonly adapter: Adapter<P, C>;
+  private readonly clock: Clock;
+  private readonly health: HealthOptions;
+  private readonly selection: SelectionPolicy;
+  private readonly waitBudgetMs: number;
+  private readonly pollIntervalMs: number;
+  private readonly bucket: TokenBucket | undefined;
+  private readonly degraded: 'error' | 'stale';
+  private readonly badToken: 'reject' | 'ignore';
+  private readonly otherHistory: 'error' | 'primary';
+  private readonly counters = new RouterMetrics();
+  private closed = false;
+
+  constructor(options: RouterOptions<P, C>) {
+    this.adapter = options.adapter;
+    this.cluster = options.cluster ?? 'default';
+    assertClusterName(this.cluster);
+    if (this.adapter.replicas.includes(PRIMARY)) {
+      throw new ConfigError(`A replica may not be named "${PRIMARY}"; rename it.`);
+    }
+    this.clock = options.clock ?? systemClock;
+    const intervalMs = options.monitorOptions?.intervalMs ?? 200;
+    this.health = {
+      // Five missed polls before a silent replica stops counting as healthy.
+      maxSampleAgeMs: options.health?.maxSampleAgeMs ?? Math.max(1000, intervalMs * 5),
+      maxLagSeconds: options.health?.maxLagSeconds ?? 10,
+    };
+    this.selection = selectionPolicy(options.selection ?? 'least-lag');
+    this.waitBudgetMs = nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250);
+    this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 10);
+    const fallbackEnabled = options.fallback?.enabled ?? true;
+    this.bucket = fallbackEnabled
+      ? new TokenBucket(
+          {
+            ratePerSecond: options.fallback?.ratePerSecond ?? 50,
+            burst: options.fallback?.burst ?? 50,
+          },
+          this.clock,
+        )
+      : undefined;
+    this.degraded = oneOf('degraded', options.degraded ?? 'error', ['error', 'stale'] as const);
+    this.badToken = oneOf('badToken', options.badToken ?? 'reject', ['reject', 'ignore'] as const);
+    this.otherHistory = oneOf('otherHistory', options.otherHistory ?? 'error', [
+      'error',
+      'primary',
+    ] as const);
+    this.monitor =
+      options.monitor ??
+      new PollingMonitor<P>({
+        ...options.monitorOptions,
+        codec: this.adapter.codec,
+        replicas: this.adapter.replicas,
+        probe: (id, context) => this.adapter.probe(id, context),
+        probePrimary: (context) => this.adapter.probePrimary(context),
+        clock: this.clock,
+      });
+    this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
+    this.monitor.start();
+  }
+
+  /** Probe every replica and the primary once; call before serving traffic. */
+  async ready(): Promise<void> {
+    await Promise.all([
+      this.monitor.refresh(),
+      this.monitor.refreshPrimary().catch(() => undefined),
+    ]);
+  }
+
+  /**
+   * Run a write on the primary. The position is captured after the commit on the committing
+   * connection and raised into the session. Writes are never retried by the router.
+   */
+  async write<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: WriteOptions = {},
+  ): Promise<T> {
+    this.assertOpen();
+    const started = this.clock.now();
+    const { value, position } = await this.adapter.write(fn, options);
+    session.raise(this.cluster, this.adapter.codec, position);
+    this.monitor.observePrimary(position);
+    this.counters.writes++;
+    if (this.events.has('write')) {
+      this.events.emit('write', {
+        cluster: this.cluster,
+        position,
+        durationMs: this.clock.now() - started,
+      });
+    }
+    return value;
+  }
+
+  /** Run a read where the session's writes are visible; returns the callback's value. */
+  async read<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions = {},
+  ): Promise<T> {
+    return (await this.readDetailed(session, fn, options)).value;
+  }
+
+  /** Like {@link Router.read}, and also says where the read went and why. */
+  async readDetailed<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions = {},
+  ): Promise<RoutedRead<T>> {
+    this.assertOpen();
+    const started = this.clock.now();
+    const required = await this.requiredPosition(session);
+    const route = await this.route(session, required.position, required.ignored, options, started);
+    const waitedMs = this.clock.now() - started;
+    let retried = false;
+    let outcome: { value: T; observed?: P | undefined };
+    let finalRoute = route;
+    try {
+      outcome = await this.adapter.read(route.target, fn, { signal: options.signal });
+    } catch (error) {
+      if (!this.isRetryable(error)) throw error;
+      this.noteReadFailure(route.target, error);
+      retried = true;
+      finalRoute = await this.retryRoute(required.position, route.target, options, waitedMs);
+      try {
+        outcome = await this.adapter.read(finalRoute.target, fn, { signal: options.signal });
+      } catch (retryError) {
+        if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
+        throw new TidemarkError(
+          ErrorCode.ReadFailed,
+          `Read failed on ${route.target} and on the retry on ${finalRoute.target}; check that the cluster "${this.cluster}" is reachable.`,
+          { retryable: true, cause: retryError },
+        );
+      }
+    }
+    this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    const decision: RouteDecision = {
+      cluster: this.cluster,
+      target: finalRoute.target,
+      reason: finalRoute.reason,
+      waitedMs,
+      stale: finalRoute.stale,
+      retried,
+    };
+    this.counters.record(decision);
+    if (this.events.has('decision')) this.events.emit('decision', decision);
+    return { value: outcome.value, decision };
+  }
+
+  /** Counters since the router started (see {@link RouterMetrics}). */
+  metrics(): ReturnType<RouterMetrics['snapshot']> {
+    return this.counters.snapshot();
+  }
+
+  /** Stop the monitor and close the adapter. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.monitor.close();
+    await this.adapter.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) {
+      throw new TidemarkError(ErrorCode.Closed, `Router for cluster "${this.cluster}" is closed.`);
+    }
+  }
+
+  /** Decode the session's position, applying the bad-token policy. */
+  private async requiredPosition(
+    session: Session,
+  ): Promise<{ position: P | undefined; ignored: boolean }> {
+    let position: P | undefined;
+    try {
+      position = session.position(this.cluster, this.adapter.codec);
+    } catch (error) {
+      return this.onBadToken(session, toTokenError(error));
+    }
+    return { position, ignored: false };
+  }
+
+  private onBadToken(session: Session, error: TokenError): { position: undefined; ignored: true } {
+    this.counters.badTokens++;
+    this.events.emit('bad-token', { cluster: this.cluster, error });
+    if (this.badToken === 'reject') throw error;
+    // Ignored positions are dropped so they stop costing a decode and a count on every read.
+    session.forget(this.cluster);
+    return { position: undefined, ignored: true };
+  }
+
+  private async route(
+    session: Session,
+    required: P | undefined,
+    ignored: boolean,
+    options: ReadOptions,
+    started: number,
+  ): Promise<Route> {
+    const plan = planRead({
+      states: this.monitor.states(),
+      required,
+      codec: this.adapter.codec,
+      now: this.clock.now(),
+      health: this.health,
+      selection: this.selection,
+      affinityKey: options.affinityKey,
+    });
+    if (plan.kind === 'replica') {
+      const reason: DecisionReason = plan.covered
+        ? 'replica-covered'
+        : ignored
+          ? 'bad-token-ignored'
+          : 'no-token';
+      return { target: plan.replica.id, reason, stale: false };
+    }
+    if (required === undefined) return this.fallback('primary-no-replica', undefined, started);
+    // Before spending the wait budget, make sure waiting can succeed at all: a position the
+    // primary has not reached, or one from another history, never arrives on a replica.
+    const verdict = await this.checkAgainstPrimary(required);
+    if (verdict === 'other-history') return this.onOtherHistory(required, started);
+    if (verdict === 'impossible') {
+      // Throws under 'reject'; under 'ignore' the read proceeds as if the session had no position.
+      this.onBadToken(
+        session,
+        new TokenError(
+          ErrorCode.TokenImpossible,
+          `The session's position for cluster "${this.cluster}" is ahead of the primary, so it was not issued by this cluster; it may be forged or from another cluster with the same name.`,
+        ),
+      );
+      return this.route(session, undefined, true, options, started);
+    }
+    if (plan.kind === 'wait' && this.waitBudgetMs > 0) {
+      const replica = await this.waitForReplica(required, plan.candidates, started, options);
+      if (replica) return { target: replica, reason: 'replica-waited', stale: false };
+    }
+    if (plan.kind === 'none' && plan.otherHistory) {
+      // Every replica says "other history" but the primary covers the position: replicas are
+      // still following an old primary. Reading the primary is the only fresh answer.
+      return this.fallback('primary-fallback', required, started);
+    }
+    return this.fallback(
+      plan.kind === 'none' ? 'primary-no-replica' : 'primary-fallback',
+      required,
+      started,
+    );
+  }
+
+  private async checkAgainstPrimary(required: P): Promise<'ok' | 'impossible' | 'other-history'> {
+    const codec = this.adapter.codec;
+    const sampled = this.monitor.primaryPosition();
+    if (sampled !== undefined && codec.compare(sampled, required) === 'covered') return 'ok';
+    let fresh: P | undefined;
+    try {
+      fresh = await this.monitor.refreshPrimary();
+    } catch {
+      // An unreachable primary cannot refute the token; let the wait and fallback path decide.
+      return 'ok';
+    }
+    if (fresh === undefined) return 'ok';
+    const relation = codec.compare(fresh, required);
+    if (relation === 'covered') return 'ok';
+    return relation === 'other-history' ? 'other-history' : 'impossible';
+  }
+
+  private onOtherHistory(required: P, started: number): Route {
+    this.counters.otherHistory++;
+    this.events.emit('other-history', { cluster: this.cluster, position: required });
+    if (this.otherHistory === 'error') {
+      throw new OtherHistoryError(this.cluster, `position ${this.adapter.codec.encode(required)}`);
+    }
+    return this.fallback('primary-other-history', required, started);
+  }
+
+  /** Bounded wait with one budget per read: server-side when the adapter can, else polling. */
+  private async waitForReplica(
+    required: P,
+    candidates: ReadonlyArray<ReplicaState<P>>,
+    started: number,
+    options: ReadOptions,
+  ): Promise<string | undefined> {
+    const deadline = started + this.waitBudgetMs;
+    const waitStarted = this.clock.now();
+    const serverSide = this.adapter.waitFor !== undefined;
+    let reached: string | undefined;
+    if (this.adapter.waitFor) {
+      const best = candidates[0]!;
+      reached = await this.serverSideWait(best.id, required, deadline, options);
+    }
+    if (reached === undefined)
+      reached = await this.pollWait(required, candidates, deadline, options);
+    const waitedMs = this.clock.now() - waitStarted;
+    this.counters.recordWait(waitedMs, reached !== undefined);
+    if (this.events.has('wait')) {
+      this.events.emit('wait', {
+        cluster: this.cluster,
+        replica: reached ?? candidates[0]!.id,
+        waitedMs,
+        reached: reached !== undefined,
+        serverSide,
+      });
+    }
+    return reached;
+  }
+
+  private async serverSideWait(
+    id: string,
+    required: P,
+    deadline: number,
+    options: ReadOptions,
+  ): Promise<string | undefined> {
+    const remaining = deadline - this.clock.now();
+    if (remaining <= 0) return undefined;
+    const controller = linkedController(options.signal);
+    try {
+      const result = await this.adapter.waitFor!(id, required, remaining, {
+        signal: controller.signal,
+      });
+      if (result.outcome === 'reached') {
+        this.monitor.observe(id, result.applied ?? required);
+        return id;
+      }
+    } catch (error) {
+      this.monitor.reportFailure(id, error);
+    }
+    return undefined;
+  }
+
+  /** Probe the candidates until one covers the position or the budget runs out. */
+  private async pollWait(
+    required: P,
+    candidates: ReadonlyArray<ReplicaState<P>>,
+    deadline: number,
+    options: ReadOptions,
+  ): Promise<string | undefined> {
+    const codec = this.adapter.codec;
+    const ids = candidates.map((c) => c.id);
+    while (this.clock.now() < deadline && !options.signal?.aborted) {
+      await Promise.all(ids.map((id) => this.monitor.refresh(id)));
+      for (const id of ids) {
+        const state = this.monitor.state(id);
+        if (
+          state?.reachable &&
+          state.applied !== undefined &&
+          codec.compare(state.applied, required) === 'covered'
+        ) {
+          return id;
+        }
+      }
+      const remaining = deadline - this.clock.now();
+      if (remaining <= 0) break;
+      await this.clock.sleep(Math.min(this.pollIntervalMs, remaining), options.signal);
+    }
+    return undefined;
+  }
+
+  /** Primary under the cap, else the degraded policy. */
+  private fallback(
+    reason: 'primary-fallback' | 'primary-no-replica' | 'primary-other-history',
+    required: P | undefined,
+    started: number,
+    exclude?: string,
+  ): Route {
+    if (this.bucket?.tryTake()) return { target: PRIMARY, reason, stale: false };
+    const waitedMs = this.clock.now() - started;
+    this.counters.capRejections++;
+    this.events.emit('cap-rejected', { cluster: this.cluster, waitedMs });
+    if (this.degraded === 'stale') {
+      const best = bestEffortReplica(this.monitor.states(), exclude);
+      if (best) return { target: best.id, reason: 'degraded-stale', stale: required !== undefined };
+    }
+    throw new ReplicasBehindError(this.cluster, this.etaMs(required), waitedMs);
+  }
+
+  /** After a failed read: the next covered replica, else the primary (cap and policy apply). */
+  private async retryRoute(
+    required: P | undefined,
+    failed: string,
+    options: ReadOptions,
+    started: number,
+  ): Promise<Route> {
+    const plan = planRead({
+      states: this.monitor.states(),
+      required,
+      codec: this.adapter.codec,
+      now: this.clock.now(),
+      health: this.health,
+      selection: this.selection,
+      affinityKey: options.affinityKey,
+      exclude: failed,
+    });
+    if (plan.kind === 'replica') {
+      return {
+        target: plan.replica.id,
+        reason: required === undefined ? 'no-token' : 'replica-covered',
+        stale: false,
+      };
+    }
+    if (failed === PRIMARY) {
+      // The primary itself failed; a covered replica was the only other option.
+      throw new TidemarkError(
+        ErrorCode.ReadFailed,
+        `Read failed on the primary of cluster "${this.cluster}" and no replica has this session's position.`,
+        { retryable: true },
+      );
+    }
+    return this.fallback(
+      required === undefined ? 'primary-no-replica' : 'primary-fallback',
+      required,
+      started,
+      failed,
+    );
+  }
+
+  private noteReadFailure(target: string, error: unknown): void {
+    if (target !== PRIMARY) this.monitor.reportFailure(target, error);
+    this.counters.retries++;
+    this.events.emit('retry', { cluster: this.cluster, failedTarget: target, error });
+  }
+
+  private isRetryable(error: unknown): boolean {
+    if (error instanceof TidemarkError) return false;
+    return this.adapter.isRetryable ? this.adapter.isRetryable(error) : true;
+  }
+
+  /** Invariant 3: raise to what the read observed; the pre-read sample is only a lower bound. */
+  private raiseAfterRead(session: Session, target: string, observed: P | undefined): void {
+    const codec = this.adapter.codec;
+    if (observed !== undefined) {
+      session.raise(this.cluster, codec, observed);
+      if (target !== PRIMARY) this.monitor.observe(target, observed);
+      else this.monitor.observePrimary(observed);
+      return;
+    }
+    const sampled =
+      target === PRIMARY ? this.monitor.primaryPosition() : this.monitor.state(target)?.applied;
+    if (sampled !== undefined) session.raise(this.cluster, codec, sampled);
+  }
+
+  private etaMs(required: P | undefined): number | undefined {
+    if (required === undefined) return undefined;
+    let best: number | undefined;
+    for (const state of this.monitor.states()) {
+      if (!state.reachable || state.paused || state.lagSeconds === undefined) continue;
+      const eta = state.lagSeconds * 1000;
+      if (best === undefined || eta < best) best = eta;
+    }
+    return best;
+  }
+}
+
+function toTokenError(error: unknown): TokenError {
+  if (error instanceof TokenError) return error;
+  return new TokenError(
+    ErrorCode.PositionInvalid,
+    `Session position could not be decoded: ${String(error)}`,
+    {
+      cause: error,
+    },
+  );
+}
+
+function linkedController(signal: AbortSignal | undefined): AbortController {
+  const controller = new AbortController();
+  if (signal) {
+    if (signal.aborted) controller.abort();
+    else signal.addEventListener('abort', () => controller.abort(), { once: true });
+  }
+  return controller;
+}
+
+function nonNegative(name: string, value: number): number {
+  if (!(Number.isFinite(value) && value >= 0))
+    throw new ConfigError(`${name} must be a number >= 0, got ${value}.`);
+  return value;
+}
+
+function positive(name: string, value: number): number {
+  if (!(Number.isFinite(value) && value > 0))
+    throw new ConfigError(`${name} must be a number > 0, got ${value}.`);
+  return value;
+}
+
+function oneOf<T extends string>(name: string, value: T, allowed: readonly T[]): T {
+  if (!allowed.includes(value)) {
+    throw new ConfigError(
+      `${name} must be one of ${allowed.map((v) => `'${v}'`).join(', ')}, got '${String(value)}'.`,
+    );
+  }
+  return value;
+}
