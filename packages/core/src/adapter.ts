@@ -39,7 +39,9 @@ export interface WriteOutcome<T, P> {
 export type WaitOutcome<P> =
   | { readonly outcome: 'reached'; readonly applied?: P }
   | { readonly outcome: 'timeout' }
-  | { readonly outcome: 'other-history' };
+  | { readonly outcome: 'other-history' }
+  /** This replica cannot wait server-side (older server version): the router polls instead. */
+  | { readonly outcome: 'unsupported' };
 
 /**
  * What a database adapter supplies to the router. `C` is the connection or session type the
@@ -68,20 +70,22 @@ export interface Adapter<P, C> {
   /**
    * Block on the replica until it applies `position` or `timeoutMs` passes, server-side where
    * the database can (WAIT FOR LSN, WAIT_FOR_EXECUTED_GTID_SET, MASTER_GTID_WAIT). Optional: the
-   * router polls `probe` when it is missing.
+   * router polls `probe` when it is missing or answers `unsupported` for a replica.
    */
-  waitFor?(
-    replicaId: string,
-    position: P,
-    timeoutMs: number,
-    context: { signal: AbortSignal },
-  ): Promise<WaitOutcome<P>>;
+  waitFor?:
+    | ((
+        replicaId: string,
+        position: P,
+        timeoutMs: number,
+        context: { signal: AbortSignal },
+      ) => Promise<WaitOutcome<P>>)
+    | undefined;
   /**
    * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server
    * shutting down). Errors in the caller's own query (syntax, read-only violation) are not.
    * Default: every error is retried once.
    */
-  isRetryable?(error: unknown): boolean;
+  isRetryable?: ((error: unknown) => boolean) | undefined;
   /** Release pools and connections. */
   close(): Promise<void>;
 }

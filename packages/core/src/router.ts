@@ -230,7 +230,7 @@ export class Router<P, C> {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
-      finalRoute = await this.retryRoute(required.position, route.target, options, waitedMs);
+      finalRoute = await this.retryRoute(required.position, route.target, options, started);
       try {
         outcome = await this.adapter.read(finalRoute.target, fn, { signal: options.signal });
       } catch (retryError) {
@@ -242,7 +242,7 @@ export class Router<P, C> {
         );
       }
     }
-    this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
     const decision: RouteDecision = {
       cluster: this.cluster,
       target: finalRoute.target,
@@ -388,11 +388,13 @@ export class Router<P, C> {
   ): Promise<string | undefined> {
     const deadline = started + this.waitBudgetMs;
     const waitStarted = this.clock.now();
-    const serverSide = this.adapter.waitFor !== undefined;
+    let serverSide = false;
     let reached: string | undefined;
     if (this.adapter.waitFor) {
       const best = candidates[0]!;
-      reached = await this.serverSideWait(best.id, required, deadline, options);
+      const result = await this.serverSideWait(best.id, required, deadline, options);
+      serverSide = result !== 'unsupported';
+      if (result === 'reached') reached = best.id;
     }
     if (reached === undefined)
       reached = await this.pollWait(required, candidates, deadline, options);
@@ -415,9 +417,9 @@ export class Router<P, C> {
     required: P,
     deadline: number,
     options: ReadOptions,
-  ): Promise<string | undefined> {
+  ): Promise<'reached' | 'not-reached' | 'unsupported'> {
     const remaining = deadline - this.clock.now();
-    if (remaining <= 0) return undefined;
+    if (remaining <= 0) return 'not-reached';
     const controller = linkedController(options.signal);
     try {
       const result = await this.adapter.waitFor!(id, required, remaining, {
@@ -425,12 +427,13 @@ export class Router<P, C> {
       });
       if (result.outcome === 'reached') {
         this.monitor.observe(id, result.applied ?? required);
-        return id;
+        return 'reached';
       }
+      return result.outcome === 'unsupported' ? 'unsupported' : 'not-reached';
     } catch (error) {
       this.monitor.reportFailure(id, error);
+      return 'not-reached';
     }
-    return undefined;
   }
 
   /** Probe the candidates until one covers the position or the budget runs out. */
@@ -530,8 +533,17 @@ export class Router<P, C> {
     return this.adapter.isRetryable ? this.adapter.isRetryable(error) : true;
   }
 
-  /** Invariant 3: raise to what the read observed; the pre-read sample is only a lower bound. */
-  private raiseAfterRead(session: Session, target: string, observed: P | undefined): void {
+  /**
+   * Invariant 3: raise to what the read observed. The monitor's sample from before the read is
+   * not enough (the read may have seen more), so an adapter that cannot report `observed` costs
+   * a fresh probe of the same node, sent after the read: a node's applied position only moves
+   * forward, so that probe covers everything the read saw.
+   */
+  private async raiseAfterRead(
+    session: Session,
+    target: string,
+    observed: P | undefined,
+  ): Promise<void> {
     const codec = this.adapter.codec;
     if (observed !== undefined) {
       session.raise(this.cluster, codec, observed);
@@ -539,9 +551,24 @@ export class Router<P, C> {
       else this.monitor.observePrimary(observed);
       return;
     }
-    const sampled =
-      target === PRIMARY ? this.monitor.primaryPosition() : this.monitor.state(target)?.applied;
-    if (sampled !== undefined) session.raise(this.cluster, codec, sampled);
+    const controller = new AbortController();
+    let after: P | undefined;
+    try {
+      after =
+        target === PRIMARY
+          ? await this.adapter.probePrimary({ signal: controller.signal })
+          : (
+              await this.adapter.probe(target, {
+                signal: controller.signal,
+                primary: this.monitor.primaryPosition(),
+              })
+            ).applied;
+    } catch {
+      // The node vanished after answering. The primary's position covers any replica's state,
+      // so raising to it errs toward freshness (extra waits), never toward a stale read.
+      after = await this.monitor.refreshPrimary().catch(() => undefined);
+    }
+    if (after !== undefined) session.raise(this.cluster, codec, after);
   }
 
   private etaMs(required: P | undefined): number | undefined {

@@ -153,7 +153,15 @@ export class TokenCodec {
       throw new TokenError(ErrorCode.TokenMalformed, 'Text is not a Tidemark token.');
     }
     const body = this.verifiedBody(text);
-    const fields = body.split(FIELD);
+    // A bounded split: an oversized body (with a raised maxLength) costs no more than a legal one.
+    const fieldLimit = 2 + 2 * this.maxClusters;
+    const fields = body.split(FIELD, fieldLimit + 1);
+    if (fields.length > fieldLimit) {
+      throw new TokenError(
+        ErrorCode.TokenTooLarge,
+        `Token names more than the limit of ${this.maxClusters} clusters.`,
+      );
+    }
     if (fields.length < 2 || fields.length % 2 !== 0) {
       throw new TokenError(ErrorCode.TokenMalformed, 'Token has a wrong number of fields.');
     }
@@ -197,7 +205,7 @@ export class TokenCodec {
       return text;
     }
     const body = text.slice(0, split);
-    const trailer = text.slice(split + SIGNATURE_SEPARATOR.length).split(FIELD);
+    const trailer = text.slice(split + SIGNATURE_SEPARATOR.length).split(FIELD, 3);
     if (trailer.length !== 2 || !KEY_ID.test(trailer[0] as string)) {
       throw new TokenError(ErrorCode.TokenMalformed, 'Token signature block is malformed.');
     }

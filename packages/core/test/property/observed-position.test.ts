@@ -1,0 +1,92 @@
+/**
+ * CORE BUG, kept as a failing property test until src/router.ts is fixed.
+ *
+ * `ReadOutcome.observed` is optional in the adapter contract. When an adapter leaves it out,
+ * `Router.raiseAfterRead` raises the session only to the monitor's sample of the target, taken
+ * BEFORE the read. The read may have seen more (the replica applied further since the sample, or
+ * the primary committed other sessions' writes), so the session's next read can be sent to a
+ * replica that is covered by the token yet older than what the session already saw: monotonic
+ * reads break (DESIGN.md invariant 3 says exactly that the pre-read sample is not enough).
+ *
+ * Proposed fix (router.ts, raiseAfterRead, awaited from readDetailed): when `observed` is
+ * undefined, probe the same node after the read (`adapter.probe(target).applied`, or
+ * `adapter.probePrimary()` for the primary). A node's applied position only moves forward, so a
+ * probe sent after the read is at least as new as the state the read saw. If that probe fails,
+ * raise to the primary's position (`monitor.refreshPrimary()`), which covers every replica's.
+ * The third test below applies exactly that logic in an adapter wrapper and passes.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { runSchedule } from './run-schedule.js';
+import { type Schedule, scheduleArbitrary } from './schedule.js';
+
+/**
+ * Shrunk by fast-check. r0 applies at once, r1 120 ms behind; reads go round-robin; no waits, no
+ * fallback. At 0 ms session 1 commits seq 1 while session 0 reads three times. Session 0's second
+ * read runs on r0 after that commit and sees seq 1, but without `observed` the router raises the
+ * session only to r0's sample from `ready()` (seq 0). The third read goes to r1, "covered" for
+ * seq 0, and shows seq 0: older than what the session already saw.
+ */
+const SHRUNK: Schedule = {
+  seed: 0,
+  replicaLagsMs: [0, 120],
+  serverSideWait: false,
+  maxReadLatencyMs: 0,
+  maxCommitLatencyMs: 0,
+  tokenRoundTrip: false,
+  router: {
+    waitBudgetMs: 0,
+    pollIntervalMs: 1,
+    fallbackEnabled: false,
+    burst: 1,
+    ratePerSecond: 0,
+    degraded: 'error',
+    selection: 'round-robin',
+    maxLagSeconds: 10,
+    maxSampleAgeMs: undefined,
+    monitorIntervalMs: 5,
+  },
+  sessions: [[{ kind: 'read' }, { kind: 'read' }, { kind: 'read' }], [{ kind: 'write' }]],
+  events: [],
+};
+
+describe('core Router with an adapter that leaves ReadOutcome.observed out', () => {
+  it('shrunk schedule: the session never reads older than it saw (FAILS until router.ts is fixed)', async () => {
+    // Control: the same schedule is clean when the adapter reports `observed`.
+    expect((await runSchedule(SHRUNK, 'router')).violations).toEqual([]);
+    const result = await runSchedule(SHRUNK, 'router', { reportObserved: false });
+    expect(result.violations).toEqual([]);
+  });
+
+  it('property: monotonic reads and read-your-writes hold (FAILS until router.ts is fixed)', async () => {
+    await fc.assert(
+      fc.asyncProperty(scheduleArbitrary(), async (schedule) => {
+        const result = await runSchedule(schedule, 'router', { reportObserved: false });
+        expect(result.violations).toEqual([]);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('with the proposed fix (probe the node after the read) applied in the adapter, they hold', async () => {
+    expect(
+      (await runSchedule(SHRUNK, 'router', { reportObserved: false, probeAfterRead: true }))
+        .violations,
+    ).toEqual([]);
+    let reads = 0;
+    await fc.assert(
+      fc.asyncProperty(scheduleArbitrary(), async (schedule) => {
+        const result = await runSchedule(schedule, 'router', {
+          reportObserved: false,
+          probeAfterRead: true,
+        });
+        reads += result.reads;
+        expect(result.violations).toEqual([]);
+      }),
+      { numRuns: 300 },
+    );
+    console.log(
+      `[simulator] observed omitted + probe-after-read: 300 schedules, ${reads} reads checked`,
+    );
+  });
+});
