@@ -33,6 +33,12 @@ export const ErrorCode = {
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/**
+ * Codes adapters add for failures only they can see (for example `TIDEMARK_PG_ROLLED_BACK`).
+ * They share the prefix so one `code.startsWith('TIDEMARK_')` check finds every Tidemark error.
+ */
+export type AdapterErrorCode = `TIDEMARK_${string}`;
+
 export interface TidemarkErrorOptions {
   /** True when the same call may succeed if retried later (for example replicas catching up). */
   retryable?: boolean;
@@ -41,10 +47,10 @@ export interface TidemarkErrorOptions {
 
 /** Base class of every error Tidemark throws on purpose. */
 export class TidemarkError extends Error {
-  readonly code: ErrorCode;
+  readonly code: ErrorCode | AdapterErrorCode;
   readonly retryable: boolean;
 
-  constructor(code: ErrorCode, message: string, options: TidemarkErrorOptions = {}) {
+  constructor(code: ErrorCode | AdapterErrorCode, message: string, options: TidemarkErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;

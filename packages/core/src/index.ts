@@ -10,6 +10,7 @@ export { PRIMARY } from './adapter.js';
 export { type Clock, systemClock } from './clock.js';
 export { DECISION_REASONS, type DecisionReason, type RouteDecision } from './decision.js';
 export {
+  type AdapterErrorCode,
   ConfigError,
   ErrorCode,
   isTidemarkError,

@@ -1,0 +1,143 @@
+import {
+  connectExternalCluster,
+  type DemoCluster,
+  dropDemoSchema,
+  resetOrders,
+  startEmbeddedCluster,
+  waitForReplicaCatchUp,
+} from './cluster.js';
+import { LIST_LENGTH } from './ledger.js';
+import type { DemoOptions, ScenarioName, StrategyName } from './options.js';
+import { formatJson, formatLine, formatSummary } from './report.js';
+import type { RunResult } from './result.js';
+import { createStrategy, describeStrategy } from './strategies/index.js';
+import type { TidemarkSettings } from './strategies/tidemark-settings.js';
+import { runWorkload } from './workload.js';
+
+/** Where the demo writes. In JSON mode `out` receives JSON lines only. */
+export interface DemoIo {
+  /** Results (and, in human mode, the header and summary). */
+  out(line: string): void;
+  /** Progress and diagnostics: stderr in the CLI. */
+  log(line: string): void;
+  /** Called with the cluster once it is up, so the caller can tear it down on a signal. */
+  onCluster?(cluster: DemoCluster): void;
+}
+
+/**
+ * Run every selected strategy in every selected scenario on a fresh `orders` table each time,
+ * and print one result per run. Returns the results in run order.
+ */
+export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResult[]> {
+  const human = !options.json;
+  const say = (line = '') => {
+    if (human) io.out(line);
+  };
+  const tidemark: TidemarkSettings = options.tidemark;
+
+  say('Tidemark Bookstore demo: read your own orders from a replica, four ways');
+  const clusterStarted = performance.now();
+  io.log(
+    options.external
+      ? 'connecting to your cluster...'
+      : 'starting embedded PostgreSQL (primary + 1 replica)...',
+  );
+  const cluster = options.external
+    ? await connectExternalCluster(options.external.primaryUrl, options.external.replicaUrl)
+    : await startEmbeddedCluster();
+  io.onCluster?.(cluster);
+  const results: RunResult[] = [];
+  try {
+    const startup = ((performance.now() - clusterStarted) / 1000).toFixed(1);
+    say(`  cluster     ${cluster.description}; ready in ${startup} s`);
+    say(
+      `  workload    ${options.customers} customers; per order the customer writes it, then the customer and ${options.otherReaders} other customers read their latest ${LIST_LENGTH} orders (seed ${options.seed})`,
+    );
+    for (const scenario of options.scenarios) {
+      say(`  ${scenario.padEnd(11)} ${describeScenario(scenario, options)}`);
+    }
+    const plannedReads = options.scenarios
+      .map((scenario) => `${scenario} ${readsOf(scenario, options)}`)
+      .join(', ');
+    for (const name of options.strategies) {
+      say(`  ${name.padEnd(11)} ${describeStrategy(name, tidemark, plannedReads)}`);
+    }
+    say(
+      "  missing_in_list = reads whose list lacks one of the reader's own acknowledged orders that belongs in their latest 20",
+    );
+    say();
+
+    for (const scenario of options.scenarios) {
+      for (const name of options.strategies) {
+        io.log(`running ${scenario}/${name}...`);
+        const result = await runOne(cluster, scenario, name, options, io);
+        results.push(result);
+        io.out(options.json ? formatJson(result) : formatLine(result));
+      }
+    }
+    say();
+    say(formatSummary(results));
+    return results;
+  } finally {
+    // Leave a user's own cluster as it was; the embedded one is deleted anyway.
+    if (options.external) await dropDemoSchema(cluster).catch(() => undefined);
+    await cluster.close();
+  }
+}
+
+async function runOne(
+  cluster: DemoCluster,
+  scenario: ScenarioName,
+  name: StrategyName,
+  options: DemoOptions,
+  io: DemoIo,
+): Promise<RunResult> {
+  const orders = ordersOf(scenario, options);
+  await resetOrders(cluster);
+  const paused = scenario === 'paused';
+  if (paused) await cluster.pauseReplay();
+  try {
+    // Built after the pause, so a strategy's monitor starts from the replica's real state.
+    const strategy = await createStrategy(
+      name,
+      {
+        primaryUrl: cluster.primaryUrl,
+        replicaUrl: cluster.replicaUrl,
+        plannedReads: readsOf(scenario, options),
+      },
+      options.tidemark,
+    );
+    try {
+      return await runWorkload(strategy, {
+        scenario,
+        orders,
+        customers: options.customers,
+        otherReaders: options.otherReaders,
+        // Same seed for every strategy of a scenario: identical writers and readers.
+        seed: options.seed + (scenario === 'idle' ? 0 : 1),
+        log: io.log,
+      });
+    } finally {
+      await strategy.close();
+    }
+  } finally {
+    if (paused) {
+      await cluster.resumeReplay();
+      await waitForReplicaCatchUp(cluster);
+    }
+  }
+}
+
+function ordersOf(scenario: ScenarioName, options: DemoOptions): number {
+  return scenario === 'idle' ? options.orders : options.pausedOrders;
+}
+
+function readsOf(scenario: ScenarioName, options: DemoOptions): number {
+  return ordersOf(scenario, options) * (1 + options.otherReaders);
+}
+
+function describeScenario(scenario: ScenarioName, options: DemoOptions): string {
+  return scenario === 'idle'
+    ? `${options.orders} orders, replication running normally`
+    : `${options.pausedOrders} orders with replay paused on the replica for the whole run (resumed afterwards)`;
+}

@@ -1,0 +1,152 @@
+import { parseArgs } from 'node:util';
+import { DemoError, DemoErrorCode } from './errors.js';
+
+export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark'] as const;
+export type StrategyName = (typeof STRATEGY_NAMES)[number];
+
+export const SCENARIO_NAMES = ['idle', 'paused'] as const;
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+/** Everything one demo invocation needs; built from the command line by {@link parseOptions}. */
+export interface DemoOptions {
+  /** Orders in the `idle` scenario. */
+  readonly orders: number;
+  /** Orders in the `paused` scenario. */
+  readonly pausedOrders: number;
+  readonly customers: number;
+  /** Readers per order besides the writer. */
+  readonly otherReaders: number;
+  readonly scenarios: readonly ScenarioName[];
+  readonly strategies: readonly StrategyName[];
+  /** Your own cluster instead of the embedded one; both or neither. */
+  readonly external: { readonly primaryUrl: string; readonly replicaUrl: string } | undefined;
+  readonly seed: number;
+  readonly tidemark: {
+    /** Bounded wait per read, ms. */
+    readonly waitBudgetMs: number;
+    /** Primary fallbacks refilled per second. */
+    readonly fallbackRatePerSecond: number;
+    /** Bucket size; undefined: every read of the run (the cap never bites in the demo). */
+    readonly fallbackBurst: number | undefined;
+  };
+  readonly json: boolean;
+  readonly help: boolean;
+}
+
+export const USAGE = `Usage: pnpm demo [options]
+
+Reruns the Bookstore experiment on a primary and one replica (embedded PostgreSQL 18 by default):
+for each order, the customer writes it, then the customer and four other customers read their
+latest 20 orders. Counts reads whose list lacks one of the reader's own acknowledged orders.
+
+Options:
+  --orders N             orders in the idle scenario (default 1000)
+  --paused-orders N      orders in the paused scenario (default 300)
+  --customers N          number of customers (default 100)
+  --scenario S           idle | paused | all (default all)
+  --strategy A,B         any of naive,time-window,lab-router,tidemark (default all)
+  --primary-url URL      run against your own primary ...
+  --replica-url URL      ... and its streaming replica (both required together). The paused
+                         scenario calls pg_wal_replay_pause() on the replica: superuser needed.
+  --seed N               workload seed (default 1)
+  --wait-budget MS       tidemark: bounded wait per read (default 250)
+  --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)
+  --fallback-burst N     tidemark: fallback bucket size (default: every read of the run)
+  --json                 one JSON object per run on stdout, nothing else (logs go to stderr)
+  -h, --help             show this help
+`;
+
+/** Parse the command line (without `node script`). Throws {@link DemoError} `BOOKSTORE_USAGE`. */
+export function parseOptions(argv: readonly string[]): DemoOptions {
+  // `pnpm demo -- --json` forwards the separator itself; accept it.
+  const args = argv[0] === '--' ? argv.slice(1) : [...argv];
+  let values: ReturnType<typeof parse>['values'];
+  try {
+    values = parse(args).values;
+  } catch (error) {
+    throw usageError(error instanceof Error ? error.message : String(error));
+  }
+  const primaryUrl = values['primary-url'];
+  const replicaUrl = values['replica-url'];
+  if ((primaryUrl === undefined) !== (replicaUrl === undefined)) {
+    throw usageError('--primary-url and --replica-url go together: give both, or neither.');
+  }
+  const customers = integer('--customers', values.customers, 100, 6);
+  const burst = values['fallback-burst'];
+  return {
+    orders: integer('--orders', values.orders, 1000, 1),
+    pausedOrders: integer('--paused-orders', values['paused-orders'], 300, 1),
+    customers,
+    otherReaders: 4,
+    scenarios: scenarios(values.scenario ?? 'all'),
+    strategies: strategies(values.strategy),
+    external:
+      primaryUrl !== undefined && replicaUrl !== undefined ? { primaryUrl, replicaUrl } : undefined,
+    seed: integer('--seed', values.seed, 1, 0),
+    tidemark: {
+      waitBudgetMs: integer('--wait-budget', values['wait-budget'], 250, 0),
+      fallbackRatePerSecond: integer('--fallback-rate', values['fallback-rate'], 100, 0),
+      fallbackBurst: burst === undefined ? undefined : integer('--fallback-burst', burst, 1, 1),
+    },
+    json: values.json ?? false,
+    help: values.help ?? false,
+  };
+}
+
+function parse(args: string[]) {
+  return parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      orders: { type: 'string' },
+      'paused-orders': { type: 'string' },
+      customers: { type: 'string' },
+      scenario: { type: 'string' },
+      strategy: { type: 'string' },
+      'primary-url': { type: 'string' },
+      'replica-url': { type: 'string' },
+      seed: { type: 'string' },
+      'wait-budget': { type: 'string' },
+      'fallback-rate': { type: 'string' },
+      'fallback-burst': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+function integer(flag: string, text: string | undefined, fallback: number, min: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min) {
+    throw usageError(`${flag} must be an integer >= ${min}, got "${text}".`);
+  }
+  return value;
+}
+
+function scenarios(text: string): ScenarioName[] {
+  if (text === 'all') return [...SCENARIO_NAMES];
+  if ((SCENARIO_NAMES as readonly string[]).includes(text)) return [text as ScenarioName];
+  throw usageError(`--scenario must be idle, paused or all, got "${text}".`);
+}
+
+function strategies(text: string | undefined): StrategyName[] {
+  if (text === undefined) return [...STRATEGY_NAMES];
+  const names = text
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  const unknown = names.filter((name) => !(STRATEGY_NAMES as readonly string[]).includes(name));
+  if (unknown.length > 0 || names.length === 0) {
+    throw usageError(
+      `--strategy takes a comma-separated list of ${STRATEGY_NAMES.join(', ')}; got "${text}".`,
+    );
+  }
+  // Keep the canonical order so output is comparable between invocations.
+  return STRATEGY_NAMES.filter((name) => names.includes(name));
+}
+
+function usageError(detail: string): DemoError {
+  return new DemoError(DemoErrorCode.Usage, `${detail} Run with --help for the options.`);
+}

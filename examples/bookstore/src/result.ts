@@ -1,0 +1,51 @@
+import type { ScenarioName, StrategyName } from './options.js';
+
+/**
+ * One (scenario, strategy) run: the demo's output record. Field names are the output format
+ * (`key=value` lines and `--json` objects), so they stay snake_case and never change meaning.
+ */
+export interface RunResult {
+  readonly scenario: ScenarioName;
+  readonly strategy: StrategyName;
+  /** Orders attempted. */
+  readonly orders: number;
+  /** Reads attempted (writer plus other readers, per order). */
+  readonly reads: number;
+  /** Reads whose list lacked one of the reader's own acknowledged orders from their latest 20. */
+  readonly missing_in_list: number;
+  readonly replica_reads: number;
+  readonly primary_reads: number;
+  /** Writes and reads that threw (details on stderr). */
+  readonly errors: number;
+  /** Reads that waited for the replica to catch up. */
+  readonly waits: number;
+  /** Median wait of the reads that waited; null when none did. */
+  readonly wait_ms_p50: number | null;
+  /** Read latency as the application sees it: routing, any wait, and the query. */
+  readonly read_ms_p50: number | null;
+  readonly read_ms_p99: number | null;
+  /** Reads by a customer who had at least one acknowledged order: the reads that could miss. */
+  readonly checked_reads: number;
+  /** Missing lists among the writer's own read right after each write. */
+  readonly missing_after_write: number;
+  readonly duration_s: number;
+}
+
+/** The documented fields, in output order. */
+export const RESULT_FIELDS = [
+  'scenario',
+  'strategy',
+  'orders',
+  'reads',
+  'missing_in_list',
+  'replica_reads',
+  'primary_reads',
+  'errors',
+  'waits',
+  'wait_ms_p50',
+  'read_ms_p50',
+  'read_ms_p99',
+  'checked_reads',
+  'missing_after_write',
+  'duration_s',
+] as const satisfies ReadonlyArray<keyof RunResult>;

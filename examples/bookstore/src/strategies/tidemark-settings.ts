@@ -1,0 +1,25 @@
+/** How the demo configures Tidemark; printed in the header so results can be reproduced. */
+export interface TidemarkSettings {
+  /** Bounded wait per read, ms. */
+  readonly waitBudgetMs: number;
+  /** Primary fallbacks refilled per second. */
+  readonly fallbackRatePerSecond: number;
+  /** Fallback bucket size; undefined: the run's planned reads (the cap never bites). */
+  readonly fallbackBurst: number | undefined;
+}
+
+/** Name of the cluster inside tokens. */
+export const CLUSTER = 'bookstore';
+export const REPLICA_ID = 'replica1';
+
+/**
+ * The header line for tidemark. `plannedReads` lists the reads of each scenario that will run,
+ * e.g. `idle 5000, paused 1500`, which is the default fallback burst of that run.
+ */
+export function tidemarkDescription(settings: TidemarkSettings, plannedReads: string): string {
+  const burst =
+    settings.fallbackBurst === undefined
+      ? `burst = every read of the run (${plannedReads}), so with replay paused the primary can serve all of them`
+      : `burst ${settings.fallbackBurst}`;
+  return `core Router + @tidemark/pg: one token per customer (carried like a cookie), bounded wait ${settings.waitBudgetMs} ms (WAIT FOR LSN on PostgreSQL 19+, else the router probes the replica every 10 ms), primary fallback cap: token bucket, ${burst}, refill ${settings.fallbackRatePerSecond}/s; above the cap: error (counted in errors); monotonic reads`;
+}

@@ -1,0 +1,69 @@
+import { Router, Session, TokenCodec } from '@tidemark/core';
+import { createPgAdapter } from '@tidemark/pg';
+import type pg from 'pg';
+import { CLUSTER, REPLICA_ID, type TidemarkSettings } from './tidemark-settings.js';
+import type { Strategy, StrategyContext, StrategyRead } from './types.js';
+
+/**
+ * Tidemark: each customer's session position travels as an opaque token between requests. A read
+ * goes to the replica once it has applied that position, after a bounded wait if needed, else to
+ * the primary under the fallback cap.
+ */
+export async function createTidemarkStrategy(
+  context: StrategyContext,
+  settings: TidemarkSettings,
+): Promise<Strategy> {
+  const adapter = createPgAdapter({
+    primary: context.primaryUrl,
+    replicas: { [REPLICA_ID]: context.replicaUrl },
+    poolSize: 2,
+  });
+  const burst = Math.max(1, settings.fallbackBurst ?? context.plannedReads);
+  const router = new Router({
+    adapter,
+    cluster: CLUSTER,
+    wait: { budgetMs: settings.waitBudgetMs },
+    fallback: { ratePerSecond: settings.fallbackRatePerSecond, burst },
+    degraded: 'error',
+  });
+  await router.ready();
+
+  // The demo's "cookie jar": what a web app would send back to each customer's browser.
+  const tokens = new TokenCodec();
+  const cookies = new Map<number, string>();
+  const sessionOf = (customer: number): Session => {
+    const cookie = cookies.get(customer);
+    return Session.fromToken(cookie === undefined ? undefined : tokens.decode(cookie));
+  };
+  const remember = (customer: number, session: Session): void => {
+    if (session.clusters().length > 0) cookies.set(customer, tokens.encode(session.toTokenData()));
+  };
+
+  // Calls are sequential (see Strategy), so a wait event belongs to the read in progress.
+  let waitedThisRead: number | undefined;
+  router.events.on('wait', (event) => {
+    waitedThisRead = (waitedThisRead ?? 0) + event.waitedMs;
+  });
+
+  return {
+    name: 'tidemark',
+    async write(customer, fn) {
+      const session = sessionOf(customer);
+      const value = await router.write(session, fn);
+      remember(customer, session);
+      return value;
+    },
+    async read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>) {
+      const session = sessionOf(customer);
+      waitedThisRead = undefined;
+      const { value, decision } = await router.readDetailed(session, fn);
+      remember(customer, session);
+      return {
+        value,
+        target: decision.target === 'primary' ? 'primary' : 'replica',
+        waitedMs: waitedThisRead,
+      } satisfies StrategyRead<T>;
+    },
+    close: () => router.close(),
+  };
+}

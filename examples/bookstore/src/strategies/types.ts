@@ -1,0 +1,36 @@
+import type pg from 'pg';
+import type { StrategyName } from '../options.js';
+
+/** Where a read was served. */
+export type ReadTarget = 'primary' | 'replica';
+
+export interface StrategyRead<T> {
+  readonly value: T;
+  readonly target: ReadTarget;
+  /** Milliseconds this read spent waiting for the replica to catch up; undefined: no wait. */
+  readonly waitedMs: number | undefined;
+}
+
+/**
+ * One way of routing the bookstore's queries. Every customer has their own session state inside
+ * the strategy (a last-write time, a last-write LSN, a token), created on first use.
+ * Calls are made one at a time (the workload is sequential), which keeps per-read bookkeeping
+ * such as "did this read wait" simple.
+ */
+export interface Strategy {
+  readonly name: StrategyName;
+  /** Run a write for `customer` on the primary; the callback gets a connection to use. */
+  write<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  /** Run a read for `customer` wherever the strategy routes it. */
+  read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<StrategyRead<T>>;
+  /** Release pools and timers. */
+  close(): Promise<void>;
+}
+
+/** What every strategy is built from. */
+export interface StrategyContext {
+  readonly primaryUrl: string;
+  readonly replicaUrl: string;
+  /** Reads the run will make; tidemark sizes its default fallback cap with it. */
+  readonly plannedReads: number;
+}

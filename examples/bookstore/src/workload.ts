@@ -1,0 +1,102 @@
+import { OrderLedger } from './ledger.js';
+import type { ScenarioName } from './options.js';
+import { latestOrders, placeOrder } from './orders.js';
+import { pickOthers, seededRandom } from './random.js';
+import type { RunResult } from './result.js';
+import { percentile, round2 } from './stats.js';
+import type { Strategy } from './strategies/index.js';
+
+export interface WorkloadSpec {
+  readonly scenario: ScenarioName;
+  readonly orders: number;
+  readonly customers: number;
+  /** Readers per order besides the writer. */
+  readonly otherReaders: number;
+  /** Same seed, same sequence of writers and readers for every strategy. */
+  readonly seed: number;
+  /** Where to report the first errors of a run (stderr in the CLI). */
+  readonly log: (line: string) => void;
+}
+
+/** Errors printed per run; the rest are only counted. */
+const ERRORS_LOGGED = 3;
+
+/**
+ * The lab experiment, for one strategy: for each order the customer writes it, then the customer
+ * and `otherReaders` other customers read their latest orders, one call at a time. Every list is
+ * checked against what each reader has been told is saved.
+ */
+export async function runWorkload(strategy: Strategy, spec: WorkloadSpec): Promise<RunResult> {
+  const random = seededRandom(spec.seed);
+  const ledger = new OrderLedger();
+  const readMs: number[] = [];
+  const waitMs: number[] = [];
+  let reads = 0;
+  let missing = 0;
+  let missingAfterWrite = 0;
+  let checked = 0;
+  let replicaReads = 0;
+  let primaryReads = 0;
+  let errors = 0;
+  const noteError = (what: string, error: unknown): void => {
+    errors++;
+    if (errors <= ERRORS_LOGGED) {
+      const message = error instanceof Error ? error.message : String(error);
+      spec.log(`[${spec.scenario}/${strategy.name}] ${what} failed: ${message}`);
+    }
+  };
+  const started = performance.now();
+
+  for (let order = 1; order <= spec.orders; order++) {
+    const writer = random.int(1, spec.customers);
+    const readers = [writer, ...pickOthers(random, spec.customers, writer, spec.otherReaders)];
+    try {
+      const id = await strategy.write(writer, (client) =>
+        placeOrder(client, writer, `order ${order} of the ${spec.scenario} run`),
+      );
+      ledger.acknowledge(writer, id);
+    } catch (error) {
+      noteError(`write of order ${order}`, error);
+    }
+    for (const reader of readers) {
+      reads++;
+      const readStarted = performance.now();
+      let listed: number[];
+      try {
+        const read = await strategy.read(reader, (client) => latestOrders(client, reader));
+        readMs.push(performance.now() - readStarted);
+        if (read.target === 'primary') primaryReads++;
+        else replicaReads++;
+        if (read.waitedMs !== undefined) waitMs.push(read.waitedMs);
+        listed = read.value;
+      } catch (error) {
+        noteError(`read for customer ${reader}`, error);
+        continue;
+      }
+      if (ledger.expected(reader).length === 0) continue;
+      checked++;
+      if (ledger.missingFrom(reader, listed).length > 0) {
+        missing++;
+        if (reader === writer) missingAfterWrite++;
+      }
+    }
+  }
+
+  return {
+    scenario: spec.scenario,
+    strategy: strategy.name,
+    orders: spec.orders,
+    reads,
+    missing_in_list: missing,
+    replica_reads: replicaReads,
+    primary_reads: primaryReads,
+    errors,
+    waits: waitMs.length,
+    wait_ms_p50: round2(percentile(waitMs, 50)),
+    read_ms_p50: round2(percentile(readMs, 50)),
+    read_ms_p99: round2(percentile(readMs, 99)),
+    checked_reads: checked,
+    missing_after_write: missingAfterWrite,
+    duration_s: round2((performance.now() - started) / 1000) ?? 0,
+  };
+}

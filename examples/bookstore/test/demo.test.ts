@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { RESULT_FIELDS } from '../src/result.js';
+
+// A small version of `pnpm demo --json`, run as a child process exactly as the CLI runs, so the
+// test also proves that stdout carries nothing but JSON lines.
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
+const IDLE_ORDERS = 60;
+const PAUSED_ORDERS = 30;
+const READS_PER_ORDER = 5;
+
+interface Line {
+  [field: string]: unknown;
+  scenario: string;
+  strategy: string;
+}
+
+function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'src/main.ts', ...args],
+      { cwd: PACKAGE_DIR, timeout: 170_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('pnpm demo --json (small run on embedded PostgreSQL 18)', () => {
+  let lines: Line[] = [];
+  let run: Awaited<ReturnType<typeof runCli>>;
+
+  beforeAll(async () => {
+    run = await runCli([
+      '--json',
+      '--orders',
+      String(IDLE_ORDERS),
+      '--paused-orders',
+      String(PAUSED_ORDERS),
+    ]);
+    if (run.code !== 0) {
+      throw new Error(`demo exited with ${run.code}; stderr:\n${run.stderr}`);
+    }
+    lines = run.stdout
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as Line);
+  }, 175_000);
+
+  const find = (scenario: string, strategy: string): Line => {
+    const line = lines.find((l) => l.scenario === scenario && l.strategy === strategy);
+    if (!line) throw new Error(`no output line for ${scenario}/${strategy}`);
+    return line;
+  };
+
+  it('prints one JSON object per (scenario, strategy) with every documented field', () => {
+    expect(run.stdout.endsWith('\n')).toBe(true);
+    expect(lines).toHaveLength(8);
+    for (const line of lines) {
+      expect(Object.keys(line)).toEqual([...RESULT_FIELDS]);
+      expect(['idle', 'paused']).toContain(line.scenario);
+      expect(['naive', 'time-window', 'lab-router', 'tidemark']).toContain(line.strategy);
+      for (const field of RESULT_FIELDS.filter((f) => f !== 'scenario' && f !== 'strategy')) {
+        const value = line[field];
+        const nullable = field === 'wait_ms_p50';
+        expect(typeof value === 'number' || (nullable && value === null), field).toBe(true);
+      }
+      const orders = line.scenario === 'idle' ? IDLE_ORDERS : PAUSED_ORDERS;
+      expect(line.orders).toBe(orders);
+      expect(line.reads).toBe(orders * READS_PER_ORDER);
+      expect((line.replica_reads as number) + (line.primary_reads as number)).toBe(
+        (line.reads as number) - (line.errors as number),
+      );
+    }
+  });
+
+  it('tidemark never misses an acknowledged order, idle or paused', () => {
+    for (const scenario of ['idle', 'paused']) {
+      const line = find(scenario, 'tidemark');
+      expect(line.errors, scenario).toBe(0);
+      // The check must have had something to check.
+      expect(line.checked_reads as number, scenario).toBeGreaterThan(0);
+      expect(line.missing_in_list, scenario).toBe(0);
+    }
+    // With replay paused the replica never has the writes: the primary must have served them.
+    expect(find('paused', 'tidemark').primary_reads as number).toBeGreaterThan(0);
+  });
+
+  it('naive (the control) misses every checked read with replay paused', () => {
+    const line = find('paused', 'naive');
+    expect(line.missing_in_list as number).toBeGreaterThan(0);
+    expect(line.missing_in_list).toBe(line.checked_reads);
+    expect(line.missing_after_write).toBe(PAUSED_ORDERS);
+    expect(line.primary_reads).toBe(0);
+  });
+});

@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import { DemoErrorCode } from '../src/errors.js';
+import { LIST_LENGTH, OrderLedger } from '../src/ledger.js';
+import { parseOptions } from '../src/options.js';
+import { pickOthers, seededRandom } from '../src/random.js';
+import { formatJson, formatLine } from '../src/report.js';
+import { RESULT_FIELDS, type RunResult } from '../src/result.js';
+import { percentile } from '../src/stats.js';
+import { lsnToBigInt } from '../src/strategies/lsn.js';
+
+describe('OrderLedger', () => {
+  it('expects only the latest 20 acknowledged orders of the reader', () => {
+    const ledger = new OrderLedger();
+    for (let id = 1; id <= 25; id++) ledger.acknowledge(7, id);
+    ledger.acknowledge(8, 100);
+    expect(ledger.expected(7)).toEqual(Array.from({ length: LIST_LENGTH }, (_, i) => i + 6));
+    // An old order falling off the list is not "missing".
+    expect(
+      ledger.missingFrom(
+        7,
+        [25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6],
+      ),
+    ).toEqual([]);
+    expect(ledger.missingFrom(7, [24, 23])).toContain(25);
+    expect(ledger.missingFrom(8, [])).toEqual([100]);
+    expect(ledger.missingFrom(9, [])).toEqual([]);
+  });
+});
+
+describe('parseOptions', () => {
+  it('has the documented defaults', () => {
+    const options = parseOptions([]);
+    expect(options).toMatchObject({
+      orders: 1000,
+      pausedOrders: 300,
+      customers: 100,
+      scenarios: ['idle', 'paused'],
+      strategies: ['naive', 'time-window', 'lab-router', 'tidemark'],
+      external: undefined,
+      json: false,
+    });
+  });
+
+  it('accepts the forwarded -- separator and every option', () => {
+    const options = parseOptions([
+      '--',
+      '--json',
+      '--orders',
+      '5',
+      '--paused-orders',
+      '3',
+      '--scenario',
+      'paused',
+      '--strategy',
+      'tidemark,naive',
+      '--primary-url',
+      'postgres://p',
+      '--replica-url',
+      'postgres://r',
+      '--fallback-burst',
+      '10',
+    ]);
+    expect(options).toMatchObject({
+      json: true,
+      orders: 5,
+      pausedOrders: 3,
+      scenarios: ['paused'],
+      strategies: ['naive', 'tidemark'],
+      external: { primaryUrl: 'postgres://p', replicaUrl: 'postgres://r' },
+    });
+    expect(options.tidemark.fallbackBurst).toBe(10);
+  });
+
+  it.each([
+    [['--orders', '0']],
+    [['--orders', 'many']],
+    [['--scenario', 'busy']],
+    [['--strategy', 'naive,magic']],
+    [['--primary-url', 'postgres://p']],
+    [['--unknown']],
+  ])('rejects %j with a usage error', (args) => {
+    expect(() => parseOptions(args)).toThrow(
+      expect.objectContaining({ code: DemoErrorCode.Usage }),
+    );
+  });
+});
+
+describe('workload helpers', () => {
+  it('replays the same sequence for the same seed', () => {
+    const a = seededRandom(42);
+    const b = seededRandom(42);
+    const seqA = Array.from({ length: 10 }, () => a.int(1, 100));
+    expect(Array.from({ length: 10 }, () => b.int(1, 100))).toEqual(seqA);
+    expect(seqA.every((n) => n >= 1 && n <= 100)).toBe(true);
+  });
+
+  it('picks distinct other customers, never the writer', () => {
+    const random = seededRandom(3);
+    for (let i = 0; i < 200; i++) {
+      const others = pickOthers(random, 6, 2, 4);
+      expect(new Set(others).size).toBe(4);
+      expect(others).not.toContain(2);
+    }
+    expect(() => pickOthers(random, 4, 1, 4)).toThrow(RangeError);
+  });
+
+  it('computes nearest-rank percentiles', () => {
+    expect(percentile([], 50)).toBeUndefined();
+    expect(percentile([5, 1, 3], 50)).toBe(3);
+    expect(
+      percentile(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        99,
+      ),
+    ).toBe(99);
+  });
+
+  it('compares LSNs numerically, not as text', () => {
+    expect(lsnToBigInt('0/A') < lsnToBigInt('0/10')).toBe(true);
+    expect(lsnToBigInt('1/0')).toBe(1n << 32n);
+    expect(() => lsnToBigInt('nope')).toThrow();
+  });
+});
+
+describe('output format', () => {
+  const result: RunResult = {
+    scenario: 'idle',
+    strategy: 'tidemark',
+    orders: 10,
+    reads: 50,
+    missing_in_list: 0,
+    replica_reads: 49,
+    primary_reads: 1,
+    errors: 0,
+    waits: 0,
+    wait_ms_p50: null,
+    read_ms_p50: 0.5,
+    read_ms_p99: 2.25,
+    checked_reads: 40,
+    missing_after_write: 0,
+    duration_s: 0.3,
+  };
+
+  it('prints key=value pairs in the documented order', () => {
+    const line = formatLine(result);
+    expect(
+      line.startsWith('scenario=idle strategy=tidemark orders=10 reads=50 missing_in_list=0 '),
+    ).toBe(true);
+    expect(line.split(' ').map((pair) => pair.split('=')[0])).toEqual([...RESULT_FIELDS]);
+    expect(line).toContain('wait_ms_p50=-');
+  });
+
+  it('prints one JSON object with the same fields', () => {
+    const json = formatJson(result);
+    expect(json).not.toContain('\n');
+    expect(JSON.parse(json)).toEqual(result);
+  });
+});

@@ -1,0 +1,86 @@
+import type { Comparison, PositionCodec } from '@tidemark/core';
+import type { GtidSet } from './gtid-set.js';
+import { decodeGtidSetToken, encodeGtidSetToken } from './gtid-token.js';
+import { normalizeUuid } from './uuid.js';
+
+/**
+ * The position codec for MySQL: a position is a {@link GtidSet}, the transactions a session
+ * depends on; tokens hold it in the compact form of {@link encodeGtidSetToken}.
+ *
+ * - `compare(applied, required)` is `covered` when `required` is a subset of `applied` (exactly
+ *   what `GTID_SUBSET(required, applied)` and `WAIT_FOR_EXECUTED_GTID_SET(required)` test), else
+ *   `behind`. It never answers `other-history`: a GTID set alone cannot tell a replica that has
+ *   not received a transaction yet from one that never will. That verdict needs the current
+ *   primary's `gtid_executed` and `server_uuid`; see {@link classifyAgainstPrimary}.
+ * - `merge` is set union, the least upper bound under the subset order.
+ */
+export function createMysqlCodec(): PositionCodec<GtidSet> {
+  return {
+    kind: 'mysql',
+    decode: decodeGtidSetToken,
+    encode: encodeGtidSetToken,
+    compare(applied: GtidSet, required: GtidSet): Comparison {
+      return required.isSubsetOf(applied) ? 'covered' : 'behind';
+    },
+    merge(a: GtidSet, b: GtidSet): GtidSet {
+      return a.union(b);
+    },
+  };
+}
+
+/**
+ * Verdict of {@link classifyAgainstPrimary}:
+ * - `ok`: the primary has executed every required transaction; replicas can catch up.
+ * - `other-history`: the session depends on transactions the primary never executed and never
+ *   will: they came from another server (a former primary) and were lost in a failover.
+ * - `impossible`: the session claims transactions of the primary's own UUID that the primary has
+ *   not executed. The primary numbers its own transactions, so such a token was not issued by this
+ *   cluster (forged, or from another cluster under the same name).
+ */
+export type PrimaryVerdict = 'ok' | 'other-history' | 'impossible';
+
+/**
+ * Judge a session's required GTID set against the current primary, the one server every new
+ * transaction in the cluster comes from.
+ *
+ * Reasoning. Every GTID carries the UUID of the server that created it. Anything the primary has
+ * not executed can only still arrive if some server keeps feeding it to the primary, and in a
+ * single-primary topology nothing does: the primary is the source, not a replica. So:
+ *
+ * 1. `required` is a subset of `primaryExecuted`: `ok`.
+ * 2. A missing transaction carries the primary's own UUID: the primary assigns those numbers
+ *    itself, in order and without gaps, and has not assigned this one. A genuine token cannot
+ *    hold it: `impossible`. (This wins over rule 3: one forged part makes the whole token
+ *    untrustworthy.)
+ * 3. Every missing transaction carries another server's UUID: that server created it (it was
+ *    primary before a failover, or someone wrote to it directly) and it never reached the current
+ *    primary. Waiting will not help: `other-history`.
+ *
+ * Limits the caller must respect (the adapter's job, not this function's):
+ * - The verdict is only final when the primary applies nothing from elsewhere. Right after a
+ *   failover the new primary may still be applying relay logs of the old one; call this only once
+ *   the primary's replication applier has stopped (or re-check before acting on the verdict).
+ * - Group Replication writes every transaction under the group's UUID
+ *   (`group_replication_group_name`), not the member's `server_uuid`: pass the group name.
+ * - GTIDs are unique only while UUIDs are. A former primary rebuilt from another server's data
+ *   (clone, backup) that keeps its UUID numbers new transactions from the first gap, reusing the
+ *   GTIDs of its own lost writes: tokens holding those first look `impossible`, later `ok`. A
+ *   server restored with another server's `auto.cnf` shares that server's UUID. Give every
+ *   rebuilt server a fresh UUID (delete `auto.cnf` before its first start).
+ *
+ * @param primaryExecuted the primary's `@@GLOBAL.gtid_executed`
+ * @param required the session's position
+ * @param primaryUuid the primary's `@@server_uuid` (or the Group Replication group name)
+ * @throws TokenError `TIDEMARK_POSITION_INVALID` when `primaryUuid` is not a UUID.
+ */
+export function classifyAgainstPrimary(
+  primaryExecuted: GtidSet,
+  required: GtidSet,
+  primaryUuid: string,
+): PrimaryVerdict {
+  const own = normalizeUuid(primaryUuid);
+  const missing = required.subtract(primaryExecuted);
+  if (missing.isEmpty) return 'ok';
+  // Tagged transactions of the primary's UUID are its own too (`gtid_next = 'AUTOMATIC:tag'`).
+  return missing.entries.some((entry) => entry.uuid === own) ? 'impossible' : 'other-history';
+}

@@ -1,0 +1,92 @@
+import { ErrorCode, Session, TokenCodec, TokenError } from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { classifyAgainstPrimary, createMysqlCodec, GtidSet } from '../../src/index.js';
+
+/** The old primary, whose last writes were lost in the failover. */
+const OLD = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
+/** The current primary. */
+const NEW = '4e11fa47-71ca-11e1-9e33-c80aa9429562';
+const set = (text: string) => GtidSet.parse(text);
+
+describe('createMysqlCodec', () => {
+  const codec = createMysqlCodec();
+
+  it('compares by subset: covered when the replica has every required transaction', () => {
+    const applied = set(`${OLD}:1-100,${NEW}:1-10`);
+    expect(codec.kind).toBe('mysql');
+    expect(codec.compare(applied, set(`${OLD}:1-100`))).toBe('covered');
+    expect(codec.compare(applied, set(`${OLD}:50,${NEW}:10`))).toBe('covered');
+    expect(codec.compare(applied, GtidSet.EMPTY)).toBe('covered');
+    expect(codec.compare(applied, set(`${NEW}:11`))).toBe('behind');
+    // A gap in the replica counts even though it has later transactions.
+    expect(codec.compare(set(`${OLD}:1-4:6-100`), set(`${OLD}:5`))).toBe('behind');
+    expect(codec.compare(GtidSet.EMPTY, set(`${NEW}:1`))).toBe('behind');
+  });
+
+  it('never says other-history on its own', () => {
+    expect(codec.compare(set(`${NEW}:1-10`), set(`${OLD}:1`))).toBe('behind');
+  });
+
+  it('merges by union', () => {
+    expect(codec.merge(set(`${OLD}:1-5`), set(`${OLD}:6-7,${NEW}:1`)).format()).toBe(
+      `${OLD}:1-7,\n${NEW}:1`,
+    );
+  });
+
+  it('encodes and strictly decodes tokens', () => {
+    const position = set(`${OLD}:1-100,${NEW}:1-10`);
+    expect(codec.decode(codec.encode(position)).equals(position)).toBe(true);
+    try {
+      codec.decode(`${OLD}:1`);
+      expect.unreachable('server text is not token text');
+    } catch (error) {
+      expect(error).toBeInstanceOf(TokenError);
+      expect((error as TokenError).code).toBe(ErrorCode.PositionInvalid);
+    }
+  });
+
+  it('works inside a core Session and a signed TokenCodec', () => {
+    const tokens = new TokenCodec({
+      keys: [{ id: 'k1', secret: 'a-test-secret-that-is-32-bytes-long!' }],
+    });
+    const session = new Session();
+    session.raise('orders', codec, set(`${NEW}:1-3`));
+    session.raise('orders', codec, set(`${NEW}:5`));
+    session.raise('orders', codec, set(`${NEW}:2`)); // older: changes nothing
+    const token = tokens.encode(session.toTokenData());
+    const restored = Session.fromToken(tokens.decode(token));
+    expect(restored.position('orders', codec)?.format()).toBe(`${NEW}:1-3:5`);
+    console.info(`signed core token with one MySQL cluster: ${token.length} characters`);
+  });
+});
+
+describe('classifyAgainstPrimary', () => {
+  // The new primary received the old one's transactions 1-100 before the failover; 101-105 were
+  // acknowledged to clients by the old primary and lost.
+  const primary = set(`${OLD}:1-100,${NEW}:1-10`);
+
+  it('is ok when the primary has executed everything required', () => {
+    expect(classifyAgainstPrimary(primary, set(`${OLD}:1-90,${NEW}:1-5`), NEW)).toBe('ok');
+    expect(classifyAgainstPrimary(primary, GtidSet.EMPTY, NEW)).toBe('ok');
+    expect(classifyAgainstPrimary(GtidSet.EMPTY, GtidSet.EMPTY, NEW)).toBe('ok');
+  });
+
+  it('is other-history when only another server’s transactions are missing', () => {
+    expect(classifyAgainstPrimary(primary, set(`${OLD}:1-105`), NEW)).toBe('other-history');
+    expect(classifyAgainstPrimary(primary, set(`${OLD}:103,${NEW}:2`), NEW)).toBe('other-history');
+    const stranger = '00000000-0000-0000-0000-0000000000aa';
+    expect(classifyAgainstPrimary(primary, set(`${stranger}:1`), NEW)).toBe('other-history');
+  });
+
+  it('is impossible when the primary’s own transactions are missing', () => {
+    expect(classifyAgainstPrimary(primary, set(`${NEW}:1-20`), NEW)).toBe('impossible');
+    expect(classifyAgainstPrimary(primary, set(`${NEW}:t:1`), NEW)).toBe('impossible');
+    // One forged part taints the whole position, even next to a genuinely lost write.
+    expect(classifyAgainstPrimary(primary, set(`${OLD}:101,${NEW}:11`), NEW)).toBe('impossible');
+  });
+
+  it('accepts the primary UUID in any case and rejects non-UUIDs', () => {
+    expect(classifyAgainstPrimary(primary, set(`${NEW}:11`), NEW.toUpperCase())).toBe('impossible');
+    expect(() => classifyAgainstPrimary(primary, set(`${NEW}:11`), 'primary')).toThrow(TokenError);
+  });
+});

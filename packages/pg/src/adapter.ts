@@ -1,0 +1,435 @@
+import {
+  type Adapter,
+  ConfigError,
+  ErrorCode,
+  type PositionCodec,
+  PRIMARY,
+  type ProbeContext,
+  type ProbeResult,
+  type ReadContext,
+  type ReadOutcome,
+  TidemarkError,
+  type WaitOutcome,
+  type WriteOptions,
+  type WriteOutcome,
+} from '@tidemark/core';
+import pg from 'pg';
+import { createPgCodec, type PgPosition } from './codec.js';
+import { PgAdapterError, PgErrorCode } from './errors.js';
+import { transactionIdle, withClient } from './lease.js';
+import { formatLsn } from './lsn.js';
+import { buildPoolConfig } from './pool-config.js';
+import { isRetryablePgError } from './retryable.js';
+import type { TripCounter } from './round-trips.js';
+import { nodePosition, primaryPosition, unexpected } from './rows.js';
+import {
+  AUTOCOMMIT_CAPTURE_SQL,
+  COMMIT_AND_CAPTURE_SQL,
+  historyFilePath,
+  NODE_POSITION_SQL,
+  PRIMARY_POSITION_SQL,
+  PRIMARY_PROBE_SQL,
+  READ_HISTORY_FILE_SQL,
+  REPLICA_PROBE_SQL,
+  WAIT_FOR_LSN_MIN_VERSION,
+  waitForLsnSql,
+} from './sql.js';
+import { TimelineHistory } from './timeline-history.js';
+import { WAL_GEOMETRY_SQL, type WalGeometry, walGeometryFromRow } from './wal-geometry.js';
+
+export interface PgAdapterOptions {
+  /** The primary: a connection URL or a node-postgres pool config. */
+  primary: string | pg.PoolConfig;
+  /** Replica id -> URL or pool config. Ids appear in route decisions; `primary` is reserved. */
+  replicas: Record<string, string | pg.PoolConfig>;
+  /**
+   * `auto` (default): wait on replicas server-side with `WAIT FOR LSN` when the servers are
+   * PostgreSQL 19 or newer (detected from the probes); older servers are polled by the router.
+   * `poll`: never wait server-side.
+   */
+  wait?: 'auto' | 'poll';
+  /** Max connections per pool (unless a pool config sets `max`). Default 10. */
+  poolSize?: number;
+}
+
+/** Counters for measuring what the adapter costs (one round trip = one `client.query` call). */
+export interface PgRoundTrips {
+  /** Writes started. */
+  readonly writes: number;
+  /** Round trips on write connections: BEGIN, the callback's queries, COMMIT + capture. */
+  readonly roundTrips: number;
+  /** Reads started. */
+  readonly reads: number;
+  /** Round trips on read connections: the callback's queries and the observation after them. */
+  readonly readRoundTrips: number;
+}
+
+export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
+  /** Timeline switches learned from the servers; the codec consults it. */
+  readonly history: TimelineHistory;
+  roundTrips(): PgRoundTrips;
+}
+
+/**
+ * Create the PostgreSQL adapter for a {@link Router}: one primary and any number of streaming
+ * replicas. Pools are created now but connect lazily.
+ *
+ * Reads run on connections whose sessions are read-only (`default_transaction_read_only`, set at
+ * connection startup), on replicas and on the primary fallback alike. Writes capture
+ * `pg_current_wal_insert_lsn()` and the timeline after the commit, on the committing connection.
+ *
+ * @throws ConfigError on invalid options.
+ */
+export function createPgAdapter(options: PgAdapterOptions): PgAdapter {
+  return new PgClusterAdapter(options);
+}
+
+interface ReplicaPools {
+  readonly read: pg.Pool;
+  readonly monitor: pg.Pool;
+}
+
+/** Probes and waits use small separate pools so that busy read pools never delay them. */
+const MONITOR_POOL_SIZE = 2;
+const MONITOR_CONNECT_TIMEOUT_MS = 2000;
+/** How long to leave an unreadable history file alone before trying again. */
+const HISTORY_RETRY_MS = 5000;
+
+class PgClusterAdapter implements PgAdapter {
+  readonly history = new TimelineHistory();
+  readonly codec: PositionCodec<PgPosition> = createPgCodec(this.history);
+  readonly replicas: readonly string[];
+  private readonly waitMode: 'auto' | 'poll';
+  private readonly primaryWrite: pg.Pool;
+  private readonly primaryRead: pg.Pool;
+  private readonly primaryMonitor: pg.Pool;
+  private readonly replicaPools = new Map<string, ReplicaPools>();
+  private readonly writeTrips: TripCounter = { operations: 0, roundTrips: 0 };
+  private readonly readTrips: TripCounter = { operations: 0, roundTrips: 0 };
+  /** Highest timeline seen per replica: the fallback label while its WAL receiver is down. */
+  private readonly lastTimeline = new Map<string, number>();
+  private readonly historyRetryAt = new Map<number, number>();
+  private geometry: WalGeometry | undefined;
+  private closed = false;
+
+  constructor(options: PgAdapterOptions) {
+    validateOptions(options);
+    const max = options.poolSize ?? 10;
+    this.waitMode = options.wait ?? 'auto';
+    const monitor = {
+      readOnly: true,
+      max: MONITOR_POOL_SIZE,
+      connectionTimeoutMillis: MONITOR_CONNECT_TIMEOUT_MS,
+      applicationName: 'tidemark-monitor',
+    };
+    this.primaryWrite = createPool(buildPoolConfig(options.primary, { readOnly: false, max }));
+    this.primaryRead = createPool(buildPoolConfig(options.primary, { readOnly: true, max }));
+    this.primaryMonitor = createPool(buildPoolConfig(options.primary, monitor));
+    for (const [id, source] of Object.entries(options.replicas)) {
+      this.replicaPools.set(id, {
+        // Replicas are read-only anyway; the option also covers a replica that was promoted.
+        read: createPool(buildPoolConfig(source, { readOnly: true, max })),
+        monitor: createPool(buildPoolConfig(source, monitor)),
+      });
+    }
+    this.replicas = [...this.replicaPools.keys()];
+  }
+
+  /**
+   * Set once a probe shows PostgreSQL 19 or newer (which has `WAIT FOR LSN`) and `wait` is `auto`.
+   * While absent the router polls the probes instead. All nodes of a physical replication cluster
+   * run the same major version, so one answer covers every replica.
+   */
+  declare waitFor?: NonNullable<Adapter<PgPosition, pg.PoolClient>['waitFor']>;
+
+  async read<T>(
+    target: string,
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    context: ReadContext,
+  ): Promise<ReadOutcome<T, PgPosition>> {
+    this.assertOpen();
+    const pool = target === PRIMARY ? this.primaryRead : this.pools(target).read;
+    this.readTrips.operations++;
+    return withClient(pool, { signal: context.signal, counter: this.readTrips }, async (client) => {
+      const value = await fn(client);
+      // Taken after the callback on the same connection: at least as new as anything it saw.
+      const observed = await this.observe(target, client);
+      return { value, observed };
+    });
+  }
+
+  async write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<WriteOutcome<T, PgPosition>> {
+    this.assertOpen();
+    this.writeTrips.operations++;
+    const managed = options.transaction ?? true;
+    return withClient(this.primaryWrite, { counter: this.writeTrips }, (client) =>
+      managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn),
+    );
+  }
+
+  async probe(
+    replicaId: string,
+    context: ProbeContext<PgPosition>,
+  ): Promise<ProbeResult<PgPosition>> {
+    this.assertOpen();
+    const pools = this.pools(replicaId);
+    return withClient(pools.monitor, { signal: context.signal }, async (client) => {
+      const row = (await client.query(REPLICA_PROBE_SQL)).rows[0] as Record<string, unknown>;
+      this.noteVersion(row?.['version_num']);
+      const applied = this.replicaPosition(replicaId, row);
+      await this.learnHistory(applied.timeline, client);
+      const lagSeconds = finiteNumber(row['lag_seconds']);
+      const lagBytes = this.lagBytes(context.primary, applied);
+      return {
+        applied,
+        paused: row['pause_state'] === 'paused' || row['pause_state'] === 'pause requested',
+        ...(lagSeconds === undefined ? {} : { lagSeconds: Math.max(0, lagSeconds) }),
+        ...(lagBytes === undefined ? {} : { lagBytes }),
+      };
+    });
+  }
+
+  async probePrimary(context: { signal: AbortSignal }): Promise<PgPosition> {
+    this.assertOpen();
+    return withClient(this.primaryMonitor, { signal: context.signal }, async (client) => {
+      if (this.geometry === undefined) await this.learnGeometry(client);
+      const row = (await client.query(PRIMARY_PROBE_SQL)).rows[0] as Record<string, unknown>;
+      this.noteVersion(row?.['version_num']);
+      const position = primaryPosition(row, this.geometry);
+      await this.learnHistory(position.timeline, client);
+      return position;
+    });
+  }
+
+  isRetryable(error: unknown): boolean {
+    return isRetryablePgError(error);
+  }
+
+  roundTrips(): PgRoundTrips {
+    return {
+      writes: this.writeTrips.operations,
+      roundTrips: this.writeTrips.roundTrips,
+      reads: this.readTrips.operations,
+      readRoundTrips: this.readTrips.roundTrips,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const pools = [this.primaryWrite, this.primaryRead, this.primaryMonitor];
+    for (const replica of this.replicaPools.values()) pools.push(replica.read, replica.monitor);
+    await Promise.all(pools.map((pool) => pool.end()));
+  }
+
+  /** BEGIN, the callback, then COMMIT and the capture in one message: no extra round trip. */
+  private async writeInTransaction<T>(
+    client: pg.PoolClient,
+    fn: (connection: pg.PoolClient) => Promise<T>,
+  ): Promise<WriteOutcome<T, PgPosition>> {
+    await client.query('BEGIN');
+    let value: T;
+    try {
+      value = await fn(client);
+    } catch (error) {
+      await rollbackQuietly(client);
+      throw error;
+    }
+    const results = (await client.query(COMMIT_AND_CAPTURE_SQL)) as unknown;
+    if (!Array.isArray(results) || results.length !== 2) {
+      throw unexpected('COMMIT and capture did not return two results');
+    }
+    const [commit, capture] = results as [pg.QueryResult, pg.QueryResult];
+    if (commit.command !== 'COMMIT') {
+      // PostgreSQL answers COMMIT of a failed transaction with ROLLBACK, not an error.
+      throw new PgAdapterError(
+        PgErrorCode.RolledBack,
+        'The write was rolled back at COMMIT because a statement inside the transaction failed and the callback went on. Nothing was written: let the error propagate from the callback, or use a savepoint if you mean to recover from it.',
+      );
+    }
+    return { value, position: primaryPosition(capture.rows[0], this.geometry) };
+  }
+
+  /** The callback commits by itself; one extra query captures the position after it. */
+  private async writeAutocommit<T>(
+    client: pg.PoolClient,
+    fn: (connection: pg.PoolClient) => Promise<T>,
+  ): Promise<WriteOutcome<T, PgPosition>> {
+    const value = await fn(client);
+    if (transactionIdle(client) === false) await this.refuseOpenTransaction(client);
+    const row = (await client.query(AUTOCOMMIT_CAPTURE_SQL)).rows[0] as Record<string, unknown>;
+    if (row?.['in_transaction'] === true) await this.refuseOpenTransaction(client);
+    return { value, position: primaryPosition(row, this.geometry) };
+  }
+
+  private async refuseOpenTransaction(client: pg.PoolClient): Promise<never> {
+    await rollbackQuietly(client);
+    throw new PgAdapterError(
+      PgErrorCode.TransactionLeftOpen,
+      'The callback of a write with transaction: false returned inside an open transaction, so there was no commit to capture a position after; it was rolled back. COMMIT inside the callback, or use transaction: true (the default).',
+    );
+  }
+
+  private async observe(target: string, client: pg.PoolClient): Promise<PgPosition> {
+    if (target === PRIMARY) {
+      return primaryPosition((await client.query(PRIMARY_POSITION_SQL)).rows[0], this.geometry);
+    }
+    return this.replicaPosition(target, (await client.query(NODE_POSITION_SQL)).rows[0]);
+  }
+
+  private replicaPosition(id: string, row: Record<string, unknown> | undefined): PgPosition {
+    const position = nodePosition(row, this.lastTimeline.get(id), this.geometry);
+    if (position.timeline > (this.lastTimeline.get(id) ?? 0)) {
+      this.lastTimeline.set(id, position.timeline);
+    }
+    return position;
+  }
+
+  /**
+   * WAIT FOR LSN (PostgreSQL 19+) bounded server-side, then the replica's position in the same
+   * message, so the verdict also checks the timeline: WAIT FOR LSN compares LSNs only, and a
+   * replica replaying another history past that LSN must not count as caught up.
+   */
+  private readonly waitForLsn = async (
+    replicaId: string,
+    position: PgPosition,
+    timeoutMs: number,
+    context: { signal: AbortSignal },
+  ): Promise<WaitOutcome<PgPosition>> => {
+    this.assertOpen();
+    const pools = this.pools(replicaId);
+    if (!(timeoutMs > 0) || context.signal.aborted) return { outcome: 'timeout' };
+    const sql = waitForLsnSql(formatLsn(position.lsn), Math.max(1, Math.ceil(timeoutMs)));
+    return withClient(pools.read, { signal: context.signal }, async (client) => {
+      const results = (await client.query(`${sql}; ${NODE_POSITION_SQL}`)) as unknown;
+      if (!Array.isArray(results) || results.length !== 2) {
+        throw unexpected('WAIT FOR LSN and position did not return two results');
+      }
+      const [wait, observation] = results as [pg.QueryResult, pg.QueryResult];
+      const status = wait.rows[0]?.['status'];
+      if (status !== 'success' && status !== 'timeout' && status !== 'not in recovery') {
+        throw unexpected(`WAIT FOR LSN status ${String(status)}`);
+      }
+      const observed = this.replicaPosition(replicaId, observation.rows[0]);
+      const relation = this.codec.compare(observed, position);
+      if (relation === 'covered') return { outcome: 'reached', applied: observed };
+      if (relation === 'other-history') return { outcome: 'other-history' };
+      return { outcome: 'timeout' };
+    });
+  };
+
+  private lagBytes(primary: PgPosition | undefined, applied: PgPosition): number | undefined {
+    if (primary === undefined) return undefined;
+    const relation = this.codec.compare(primary, applied);
+    if (relation === 'covered') return Number(primary.lsn - applied.lsn);
+    // The primary sample is older than the replica's answer: nothing is missing.
+    return relation === 'behind' ? 0 : undefined;
+  }
+
+  /** Read the history file of a timeline not seen before; failures leave it unknown (safe). */
+  private async learnHistory(timeline: number, client: pg.PoolClient): Promise<void> {
+    if (this.history.knows(timeline)) return;
+    const retryAt = this.historyRetryAt.get(timeline);
+    if (retryAt !== undefined && Date.now() < retryAt) return;
+    const path = historyFilePath(timeline);
+    try {
+      const { rows } = await client.query(READ_HISTORY_FILE_SQL, [path]);
+      this.history.recordHistoryFile(timeline, String(rows[0]?.['content'] ?? ''));
+    } catch (error) {
+      if (retryAt === undefined) {
+        process.emitWarning(
+          `Tidemark could not read ${path} (${errorMessage(error)}); until it can, sessions with positions from before the failover are treated as another history. Grant the adapter's role EXECUTE on pg_read_file(text) or membership in pg_read_server_files.`,
+          { code: 'TIDEMARK_PG_HISTORY' },
+        );
+      }
+      this.historyRetryAt.set(timeline, Date.now() + HISTORY_RETRY_MS);
+    }
+  }
+
+  private async learnGeometry(client: pg.PoolClient): Promise<void> {
+    try {
+      this.geometry = walGeometryFromRow((await client.query(WAL_GEOMETRY_SQL)).rows[0] ?? {});
+    } catch {
+      // Without it positions are not normalised, which costs at most a wait, never correctness.
+    }
+  }
+
+  private noteVersion(value: unknown): void {
+    if (typeof value !== 'number' || !Number.isInteger(value)) return;
+    if (this.waitMode === 'auto' && value >= WAIT_FOR_LSN_MIN_VERSION)
+      this.waitFor = this.waitForLsn;
+  }
+
+  private pools(id: string): ReplicaPools {
+    const pools = this.replicaPools.get(id);
+    if (!pools)
+      throw new ConfigError(`Unknown replica "${id}"; configured: ${this.replicas.join(', ')}.`);
+    return pools;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new TidemarkError(ErrorCode.Closed, 'The PostgreSQL adapter is closed.');
+  }
+}
+
+function createPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  // pg-pool emits 'error' when an idle connection dies (a server restart); unhandled it would
+  // crash the process. The next checkout gets a fresh connection, so nothing else is needed.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+async function rollbackQuietly(client: pg.PoolClient): Promise<void> {
+  try {
+    await client.query('ROLLBACK');
+  } catch {
+    // The connection is discarded on release when it is not back outside a transaction.
+  }
+}
+
+function finiteNumber(value: unknown): number | undefined {
+  const number = typeof value === 'number' ? value : Number.NaN;
+  return Number.isFinite(number) ? number : undefined;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function validateOptions(options: PgAdapterOptions): void {
+  if (options === null || typeof options !== 'object') {
+    throw new ConfigError('createPgAdapter needs an options object with primary and replicas.');
+  }
+  if (
+    typeof options.primary !== 'string' &&
+    (options.primary === null || typeof options.primary !== 'object')
+  ) {
+    throw new ConfigError('primary must be a connection URL or a node-postgres pool config.');
+  }
+  if (options.replicas === null || typeof options.replicas !== 'object') {
+    throw new ConfigError(
+      'replicas must be an object mapping replica ids to URLs or pool configs.',
+    );
+  }
+  for (const [id, source] of Object.entries(options.replicas)) {
+    if (id === PRIMARY || id.trim() === '') {
+      throw new ConfigError(`Replica id ${JSON.stringify(id)} is reserved or empty; rename it.`);
+    }
+    if (typeof source !== 'string' && (source === null || typeof source !== 'object')) {
+      throw new ConfigError(
+        `Replica "${id}" must be a connection URL or a node-postgres pool config.`,
+      );
+    }
+  }
+  const poolSize = options.poolSize ?? 10;
+  if (!Number.isInteger(poolSize) || poolSize < 1) {
+    throw new ConfigError(`poolSize must be a positive integer, got ${String(options.poolSize)}.`);
+  }
+  if (options.wait !== undefined && options.wait !== 'auto' && options.wait !== 'poll') {
+    throw new ConfigError(`wait must be 'auto' or 'poll', got ${JSON.stringify(options.wait)}.`);
+  }
+}

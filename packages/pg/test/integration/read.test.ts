@@ -1,0 +1,202 @@
+import { ErrorCode, PRIMARY } from '@tidemark/core';
+import type { Cluster } from '@tidemark/test-clusters';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPgAdapter, isRetryablePgError } from '../../src/index.js';
+import {
+  adapterFor,
+  noSignal,
+  pgTargets,
+  startPgCluster,
+  waitForReplicasToCatchUp,
+} from './support.js';
+
+const targets = pgTargets();
+
+describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
+  let cluster: Cluster;
+
+  beforeAll(async () => {
+    cluster = await startPgCluster(target, 1);
+    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+    await waitForReplicasToCatchUp(cluster);
+  }, 180_000);
+
+  afterAll(async () => {
+    await cluster?.teardown();
+  });
+
+  it('runs on the replica and observes a position at least as new as the data read', async () => {
+    const adapter = adapterFor(cluster);
+    const replica = cluster.replicas()[0]!.name;
+    try {
+      const { position } = await adapter.write((c) => c.query('INSERT INTO items VALUES (1)'), {});
+      await waitForReplicasToCatchUp(cluster);
+      const before = adapter.roundTrips();
+      const outcome = await adapter.read(
+        replica,
+        async (c) => (await c.query('SELECT count(*)::int AS n FROM items WHERE id = 1')).rows[0].n,
+        {},
+      );
+      const after = adapter.roundTrips();
+      expect(outcome.value).toBe(1);
+      expect(outcome.observed).toBeDefined();
+      expect(adapter.codec.compare(outcome.observed!, position)).toBe('covered');
+      const trips = after.readRoundTrips - before.readRoundTrips;
+      console.log(`[${target}] round trips per replica read with 1 SELECT: ${trips} (plain pg: 1)`);
+      expect(after.reads - before.reads).toBe(1);
+      expect(trips).toBe(2);
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('observes the primary position on a primary read, after the read', async () => {
+    const adapter = adapterFor(cluster);
+    try {
+      const { position } = await adapter.write((c) => c.query('INSERT INTO items VALUES (2)'), {});
+      const before = adapter.roundTrips();
+      const outcome = await adapter.read(PRIMARY, (c) => c.query('SELECT 1'), {});
+      expect(adapter.roundTrips().readRoundTrips - before.readRoundTrips).toBe(2);
+      expect(adapter.codec.compare(outcome.observed!, position)).toBe('covered');
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it.each([
+    ['the replica', 'replica'],
+    ['the primary fallback', 'primary'],
+  ])('makes writes inside a read fail with 25006 on %s', async (_name, where) => {
+    const adapter = adapterFor(cluster);
+    const readTarget = where === 'primary' ? PRIMARY : cluster.replicas()[0]!.name;
+    const id = where === 'primary' ? 4 : 3;
+    try {
+      let caught: unknown;
+      try {
+        await adapter.read(readTarget, (c) => c.query('INSERT INTO items VALUES ($1)', [id]), {});
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toMatchObject({ code: '25006' });
+      expect(isRetryablePgError(caught)).toBe(false);
+      expect(adapter.isRetryable!(caught)).toBe(false);
+      // An explicit transaction is read-only too.
+      await expect(
+        adapter.read(
+          readTarget,
+          async (c) => {
+            await c.query('BEGIN');
+            await c.query('INSERT INTO items VALUES ($1)', [id]);
+          },
+          {},
+        ),
+      ).rejects.toMatchObject({ code: '25006' });
+      const rows = await cluster.exec(
+        cluster.primary().name,
+        `SELECT 1 FROM items WHERE id = ${id}`,
+      );
+      expect(rows).toHaveLength(0);
+      // The write pool is not affected.
+      await adapter.write((c) => c.query('INSERT INTO items VALUES ($1)', [id]), {});
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it("keeps a URL's own options parameter and still adds read-only", async () => {
+    const url = new URL(cluster.primary().url);
+    url.searchParams.set('options', '-c statement_timeout=4321');
+    const adapter = createPgAdapter({ primary: url.toString(), replicas: {} });
+    try {
+      const { value } = await adapter.read(
+        PRIMARY,
+        async (c) =>
+          (
+            await c.query(
+              "SELECT current_setting('statement_timeout') AS timeout, current_setting('transaction_read_only') AS ro",
+            )
+          ).rows[0],
+        {},
+      );
+      expect(value).toEqual({ timeout: '4321ms', ro: 'on' });
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('does not hand a connection with an open transaction to the next read', async () => {
+    const adapter = adapterFor(cluster, { poolSize: 1 });
+    const replica = cluster.replicas()[0]!.name;
+    try {
+      await adapter.read(replica, (c) => c.query('BEGIN'), {});
+      const { value } = await adapter.read(
+        replica,
+        async (c) => (await c.query('SELECT now() = statement_timestamp() AS fresh')).rows[0].fresh,
+        {},
+      );
+      expect(value).toBe(true);
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('reports connection failures as retryable and query errors as not', async () => {
+    const adapter = createPgAdapter({
+      primary: cluster.primary().url,
+      replicas: { gone: 'postgres://postgres@127.0.0.1:1/postgres' },
+    });
+    try {
+      let refused: unknown;
+      await adapter
+        .read('gone', (c) => c.query('SELECT 1'), {})
+        .catch((error) => {
+          refused = error;
+        });
+      expect(refused).toBeDefined();
+      expect(adapter.isRetryable!(refused)).toBe(true);
+      let syntax: unknown;
+      await adapter
+        .read(PRIMARY, (c) => c.query('SELEC 1'), {})
+        .catch((error) => {
+          syntax = error;
+        });
+      expect(syntax).toMatchObject({ code: '42601' });
+      expect(adapter.isRetryable!(syntax)).toBe(false);
+      await expect(
+        adapter.probe('gone', { signal: noSignal(), primary: undefined }),
+      ).rejects.toSatisfy((error: unknown) => isRetryablePgError(error));
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('stops a running read when its signal aborts, by closing the connection', async () => {
+    const adapter = adapterFor(cluster, { poolSize: 1 });
+    const replica = cluster.replicas()[0]!.name;
+    try {
+      const controller = new AbortController();
+      const reason = new Error('caller gave up');
+      setTimeout(() => controller.abort(reason), 100);
+      const started = Date.now();
+      await expect(
+        adapter.read(replica, (c) => c.query('SELECT pg_sleep(5)'), { signal: controller.signal }),
+      ).rejects.toBe(reason);
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(adapter.isRetryable!(reason)).toBe(false);
+      // The only pooled connection was replaced: the next read works.
+      const { value } = await adapter.read(replica, async () => 'ok', {});
+      expect(value).toBe('ok');
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('rejects work after close', async () => {
+    const adapter = adapterFor(cluster);
+    await adapter.close();
+    await expect(adapter.read(PRIMARY, (c) => c.query('SELECT 1'), {})).rejects.toMatchObject({
+      code: ErrorCode.Closed,
+    });
+    await adapter.close();
+  });
+});

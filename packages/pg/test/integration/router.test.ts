@@ -1,0 +1,191 @@
+import { PRIMARY, Router, Session } from '@tidemark/core';
+import type { Cluster } from '@tidemark/test-clusters';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PgPosition } from '../../src/index.js';
+import {
+  adapterFor,
+  eventually,
+  majorOf,
+  pgTargets,
+  startPgCluster,
+  waitForReplicasToCatchUp,
+} from './support.js';
+
+const targets = pgTargets();
+const ROUNDS = 30;
+
+describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter', (target) => {
+  let cluster: Cluster;
+  let replicas: string[];
+  let router: Router<PgPosition, pg.PoolClient>;
+  let nextId = 1;
+
+  const hasRow = async (c: pg.PoolClient, id: number) =>
+    ((await c.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount ?? 0) === 1;
+
+  beforeAll(async () => {
+    cluster = await startPgCluster(target, 2);
+    replicas = cluster.replicas().map((node) => node.name);
+    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+    await waitForReplicasToCatchUp(cluster);
+    router = new Router({
+      adapter: adapterFor(cluster),
+      cluster: 'main',
+      monitorOptions: { intervalMs: 50 },
+      fallback: { ratePerSecond: 1000, burst: 1000 },
+    });
+    await router.ready();
+  }, 180_000);
+
+  afterAll(async () => {
+    await router?.close();
+    await cluster?.teardown();
+  });
+
+  it('reads your writes with replay paused on every replica (fallback), a naive replica read does not', async () => {
+    for (const name of replicas) await cluster.pauseReplay(name);
+    const naive = adapterFor(cluster);
+    try {
+      await eventually('the monitor to see the pause', async () =>
+        router.monitor.states().every((state) => state.paused) ? true : undefined,
+      );
+      let misses = 0;
+      let naiveMisses = 0;
+      const targetsUsed = new Set<string>();
+      for (let round = 0; round < ROUNDS; round++) {
+        const id = nextId++;
+        const session = new Session();
+        await router.write(session, (c) => c.query('INSERT INTO items VALUES ($1)', [id]));
+        const read = await router.readDetailed(session, (c) => hasRow(c, id));
+        targetsUsed.add(read.decision.target);
+        if (!read.value) misses++;
+        // Control: the same read sent straight to a replica, no token.
+        const control = await naive.read(
+          replicas[round % replicas.length]!,
+          (c) => hasRow(c, id),
+          {},
+        );
+        if (!control.value) naiveMisses++;
+      }
+      console.log(
+        `[${target}] replay paused, ${ROUNDS} write-then-read rounds: router misses ${misses} (targets ${[...targetsUsed].join(',')}), naive replica read misses ${naiveMisses}`,
+      );
+      expect(misses).toBe(0);
+      expect(naiveMisses).toBe(ROUNDS);
+      expect([...targetsUsed]).toEqual([PRIMARY]);
+    } finally {
+      await naive.close();
+      for (const name of replicas) await cluster.resumeReplay(name);
+    }
+  });
+
+  it('reads your writes from the replicas when they keep up', async () => {
+    await waitForReplicasToCatchUp(cluster);
+    await eventually('the monitor to see replay resumed', async () =>
+      router.monitor.states().every((state) => !state.paused && state.reachable) ? true : undefined,
+    );
+    let misses = 0;
+    let waitedMs = 0;
+    const reasons = new Map<string, number>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const id = nextId++;
+      const session = new Session();
+      await router.write(session, (c) => c.query('INSERT INTO items VALUES ($1)', [id]));
+      const read = await router.readDetailed(session, (c) => hasRow(c, id));
+      if (!read.value) misses++;
+      waitedMs += read.decision.waitedMs;
+      const key = `${read.decision.target === PRIMARY ? 'primary' : 'replica'}:${read.decision.reason}`;
+      reasons.set(key, (reasons.get(key) ?? 0) + 1);
+    }
+    console.log(
+      `[${target}] replay running, ${ROUNDS} rounds: misses ${misses}, decisions ${JSON.stringify(Object.fromEntries(reasons))}, mean wait ${(waitedMs / ROUNDS).toFixed(1)} ms`,
+    );
+    expect(misses).toBe(0);
+    const onReplicas = [...reasons.entries()]
+      .filter(([key]) => key.startsWith('replica:'))
+      .reduce((sum, [, count]) => sum + count, 0);
+    expect(onReplicas).toBeGreaterThan(ROUNDS / 2);
+  });
+
+  it(`waits for a delayed replica (${majorOf(target) >= 19 ? 'WAIT FOR LSN' : 'polling'})`, async () => {
+    for (const name of replicas) {
+      await cluster.exec(name, "ALTER SYSTEM SET recovery_min_apply_delay = '300ms'");
+      await cluster.exec(name, 'SELECT pg_reload_conf()');
+    }
+    const waits: Array<{ serverSide: boolean; reached: boolean; waitedMs: number }> = [];
+    const off = router.events.on('wait', (event) => {
+      waits.push(event);
+    });
+    const delayed = new Router({
+      adapter: adapterFor(cluster),
+      cluster: 'main',
+      monitorOptions: { intervalMs: 50 },
+      wait: { budgetMs: 2000 },
+    });
+    const delayedWaits: Array<{ serverSide: boolean; reached: boolean; waitedMs: number }> = [];
+    delayed.events.on('wait', (event) => {
+      delayedWaits.push(event);
+    });
+    try {
+      await delayed.ready();
+      const id = nextId++;
+      const session = new Session();
+      await delayed.write(session, (c) => c.query('INSERT INTO items VALUES ($1)', [id]));
+      const read = await delayed.readDetailed(session, (c) => hasRow(c, id));
+      console.log(
+        `[${target}] replicas delayed 300 ms: ${read.decision.reason} on ${read.decision.target} after ${Math.round(read.decision.waitedMs)} ms, server-side ${delayedWaits[0]?.serverSide}`,
+      );
+      expect(read.value).toBe(true);
+      expect(read.decision.reason).toBe('replica-waited');
+      expect(read.decision.waitedMs).toBeGreaterThan(100);
+      expect(read.decision.waitedMs).toBeLessThan(2000);
+      expect(delayedWaits).toHaveLength(1);
+      expect(delayedWaits[0]!.serverSide).toBe(majorOf(target) >= 19);
+      expect(delayedWaits[0]!.reached).toBe(true);
+    } finally {
+      off();
+      await delayed.close();
+      for (const name of replicas) {
+        await cluster.exec(name, 'ALTER SYSTEM RESET recovery_min_apply_delay');
+        await cluster.exec(name, 'SELECT pg_reload_conf()');
+      }
+    }
+    expect(waits).toHaveLength(0);
+  });
+
+  it('keeps reads monotonic: after seeing a row on one replica, never reads a replica without it', async () => {
+    const [ahead, behind] = replicas as [string, string];
+    await waitForReplicasToCatchUp(cluster);
+    await cluster.pauseReplay(behind);
+    const naive = adapterFor(cluster);
+    try {
+      const id = nextId++;
+      // Someone else's write: the session has no token for it.
+      await cluster.exec(cluster.primary().name, `INSERT INTO items VALUES (${id})`);
+      await eventually(`${ahead} to replay it`, async () => {
+        const read = await naive.read(ahead, (c) => hasRow(c, id), {});
+        return read.value ? true : undefined;
+      });
+      const session = new Session();
+      const first = await eventually('a first read served by the up-to-date replica', async () => {
+        const read = await router.readDetailed(session, (c) => hasRow(c, id), {});
+        return read.decision.target === ahead ? read : undefined;
+      });
+      expect(first.value).toBe(true);
+      // The session's token now covers the row: no later read may miss it.
+      let misses = 0;
+      for (let round = 0; round < 10; round++) {
+        const read = await router.readDetailed(session, (c) => hasRow(c, id));
+        if (!read.value) misses++;
+        expect(read.decision.target).not.toBe(behind);
+      }
+      const control = await naive.read(behind, (c) => hasRow(c, id), {});
+      expect(control.value).toBe(false);
+      expect(misses).toBe(0);
+    } finally {
+      await naive.close();
+      await cluster.resumeReplay(behind);
+    }
+  });
+});

@@ -1,0 +1,60 @@
+// Entry point: pick a provider and start a cluster for a target.
+
+import { externalProvider } from './providers/external.js';
+import { localProvider } from './providers/local/index.js';
+import { testcontainersProvider } from './providers/testcontainers.js';
+import type { Cluster, ClusterProvider, StartOptions } from './types.js';
+
+// The concrete local cluster, for tests that need its data directory (e.g. to find its processes).
+export { LocalPgCluster } from './providers/local/postgres.js';
+export type {
+  Availability,
+  Cluster,
+  ClusterNode,
+  ClusterProvider,
+  Flavour,
+  StartOptions,
+} from './types.js';
+export { DEFAULT_REPLICAS } from './types.js';
+export { externalProvider, localProvider, testcontainersProvider };
+
+export const PROVIDERS: Record<ClusterProvider['name'], ClusterProvider> = {
+  local: localProvider,
+  testcontainers: testcontainersProvider,
+  external: externalProvider,
+};
+
+/** Targets the local provider knows, in the order tests run them by default. */
+export const DEFAULT_TARGETS = ['pg15', 'pg18', 'pg19'] as const;
+
+export function getProvider(name: string): ClusterProvider {
+  const provider = (PROVIDERS as Record<string, ClusterProvider | undefined>)[name];
+  if (!provider) {
+    throw new Error(
+      `unknown cluster provider '${name}' (known: ${Object.keys(PROVIDERS).join(', ')})`,
+    );
+  }
+  return provider;
+}
+
+/**
+ * Start a cluster for `target` ('pg15', 'pg18', 'pg19') with the provider named in
+ * `options.provider`, else env TIDEMARK_PROVIDER, else 'local'. Throws an Error carrying the
+ * reason when the provider cannot run the target here; callers should let that fail the test.
+ */
+export async function startCluster(
+  target: string,
+  options: StartOptions & { provider?: string } = {},
+): Promise<Cluster> {
+  const name = options.provider ?? process.env['TIDEMARK_PROVIDER'] ?? 'local';
+  const provider = getProvider(name);
+  if (!provider.supports(target)) {
+    throw new Error(`cluster provider '${name}' does not support target '${target}'`);
+  }
+  const availability = await provider.available(target);
+  if (!availability.ok) {
+    throw new Error(`cannot start ${target} with the '${name}' provider: ${availability.reason}`);
+  }
+  const { provider: _ignored, ...startOptions } = options;
+  return provider.start(target, startOptions);
+}

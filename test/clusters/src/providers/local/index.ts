@@ -1,0 +1,44 @@
+// The 'local' provider: servers as child processes of the test process, from binaries on this
+// machine (Debian packages, an npm package, or a chroot built once into the cache directory).
+
+import {
+  type Availability,
+  type Cluster,
+  type ClusterProvider,
+  DEFAULT_REPLICAS,
+  type StartOptions,
+} from '../../types.js';
+import { PG_DISTRIBUTIONS } from './pg-targets.js';
+import { LocalPgCluster } from './postgres.js';
+
+export class LocalProvider implements ClusterProvider {
+  readonly name = 'local' as const;
+
+  targets(): string[] {
+    return Object.keys(PG_DISTRIBUTIONS);
+  }
+
+  supports(target: string): boolean {
+    return Object.hasOwn(PG_DISTRIBUTIONS, target);
+  }
+
+  async available(target: string): Promise<Availability> {
+    const dist = PG_DISTRIBUTIONS[target];
+    if (!dist)
+      return {
+        ok: false,
+        reason: `unknown target '${target}' (local targets: ${this.targets().join(', ')})`,
+      };
+    const reason = await dist.unavailableReason();
+    return reason ? { ok: false, reason } : { ok: true };
+  }
+
+  async start(target: string, options: StartOptions = {}): Promise<Cluster> {
+    const dist = PG_DISTRIBUTIONS[target];
+    if (!dist) throw new Error(`the local provider does not support target '${target}'`);
+    const bins = await dist.prepare((runtime) => runtime.ensureUser('postgres'));
+    return LocalPgCluster.start(target, bins, options.replicas ?? DEFAULT_REPLICAS);
+  }
+}
+
+export const localProvider = new LocalProvider();

@@ -1,0 +1,68 @@
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { DEFAULT_TARGETS } from '../src/index.js';
+
+export function targetsFromEnv(): string[] {
+  return (process.env['TIDEMARK_TARGETS'] ?? DEFAULT_TARGETS.join(','))
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
+}
+
+/** 'X/Y' (hex halves, any zero padding) to a number we can compare. */
+export function parseLsn(text: string): bigint {
+  const m = /^([0-9A-F]{1,8})\/([0-9A-F]{1,8})$/i.exec(text);
+  if (!m) throw new Error(`not an LSN: ${JSON.stringify(text)}`);
+  return (BigInt(`0x${m[1]}`) << 32n) | BigInt(`0x${m[2]}`);
+}
+
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  timeoutMs = 15_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(
+    `timed out waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ''}`,
+  );
+}
+
+/**
+ * Live (non-zombie) processes whose working directory is inside `dir`: every PostgreSQL server
+ * process chdirs into its data directory, so this finds postmasters and all their children.
+ */
+export function processesUnder(dir: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+      if (state === 'Z' || state === 'X') continue;
+      const cwd = readlinkSync(`/proc/${entry}/cwd`);
+      if (cwd === dir || cwd.startsWith(`${dir}/`)) found.push(Number(entry));
+    } catch {
+      // exited while we looked, or not ours to read
+    }
+  }
+  return found;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}

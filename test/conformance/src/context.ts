@@ -1,0 +1,114 @@
+import type { Adapter, PositionCodec, RouterOptions } from '@tidemark/core';
+import { Router } from '@tidemark/core';
+import type { Cluster } from '@tidemark/test-clusters';
+import { NaiveRouter } from './naive.js';
+import { type ReadTrace, traceAdapter } from './traced-adapter.js';
+import type { ConformanceTarget, Workload } from './types.js';
+
+/** Cluster name the suite's routers write into tokens. */
+export const CLUSTER_NAME = 'main';
+
+/** Router options a scenario may set; the adapter and cluster name come from the context. */
+export type RouterConfig<P, C> = Omit<RouterOptions<P, C>, 'adapter' | 'cluster'>;
+
+/** A router plus what the suite needs to verify its claims. */
+export interface RouterHandle<P, C> {
+  readonly router: Router<P, C>;
+  /** Every read the router handed to its adapter, failed ones included. */
+  readonly reads: ReadTrace[];
+  readonly codec: PositionCodec<P>;
+  /** Every bounded wait the router ran, from its `wait` events. */
+  readonly waits: WaitTrace[];
+}
+
+/** One bounded wait, as the router reported it. */
+export interface WaitTrace {
+  readonly replica: string;
+  readonly waitedMs: number;
+  readonly reached: boolean;
+  /** True when the adapter waited server-side (e.g. WAIT FOR LSN), false when the router polled. */
+  readonly serverSide: boolean;
+}
+
+/** What a scenario gets: the cluster, the target's workload, and tracked routers. */
+export interface ScenarioContext<P, C> {
+  readonly target: ConformanceTarget<P, C>;
+  readonly cluster: Cluster;
+  readonly workload: Workload<C>;
+  /** A router over a fresh adapter for the cluster's current topology, probed once (ready). */
+  router(config?: RouterConfig<P, C>): Promise<RouterHandle<P, C>>;
+  /** The control router over a fresh adapter. */
+  naive(): NaiveRouter<P, C>;
+  /** An adapter for probes only (catch-up checks); rebuilt after topology changes. */
+  inspector(): Adapter<P, C>;
+  /** Forget the inspector so the next call sees the current topology (after a promotion). */
+  resetInspector(): Promise<void>;
+  /** Unique across the process: order ids and customer ids never collide between scenarios. */
+  nextId(): number;
+  log(message: string): void;
+  /** Close every router, control and adapter this context created. Idempotent. */
+  close(): Promise<void>;
+}
+
+// Ids start from the clock so reruns on a reused database never hit a duplicate key; the
+// product stays below 2^53, so ids survive a round trip through JavaScript numbers.
+let idCounter = Date.now() * 100;
+
+export function nextId(): number {
+  idCounter += 1;
+  return idCounter;
+}
+
+export function createContext<P, C>(
+  target: ConformanceTarget<P, C>,
+  cluster: Cluster,
+  log: (message: string) => void,
+): ScenarioContext<P, C> {
+  const closers: Array<() => Promise<void>> = [];
+  let inspector: Adapter<P, C> | undefined;
+  return {
+    target,
+    cluster,
+    workload: target.workload,
+    async router(config = {}) {
+      const traced = traceAdapter(target.createAdapter(cluster));
+      const router = new Router<P, C>({
+        ...config,
+        adapter: traced.adapter,
+        cluster: CLUSTER_NAME,
+      });
+      closers.push(() => router.close());
+      const waits: WaitTrace[] = [];
+      router.events.on('wait', ({ replica, waitedMs, reached, serverSide }) => {
+        waits.push({ replica, waitedMs, reached, serverSide });
+      });
+      await router.ready();
+      return { router, reads: traced.reads, codec: traced.adapter.codec, waits };
+    },
+    naive() {
+      const naive = new NaiveRouter(target.createAdapter(cluster));
+      closers.push(() => naive.close());
+      return naive;
+    },
+    inspector() {
+      if (!inspector) {
+        const created = target.createAdapter(cluster);
+        inspector = created;
+        closers.push(() => created.close());
+      }
+      return inspector;
+    },
+    async resetInspector() {
+      const old = inspector;
+      inspector = undefined;
+      await old?.close().catch(() => undefined);
+    },
+    nextId,
+    log,
+    async close() {
+      const pending = closers.splice(0);
+      // Close in reverse order of creation; a failing close must not keep others open.
+      await Promise.allSettled(pending.reverse().map((close) => close()));
+    },
+  };
+}

@@ -1,0 +1,25 @@
+export {
+  CLUSTER_NAME,
+  createContext,
+  type RouterConfig,
+  type RouterHandle,
+  type ScenarioContext,
+  type WaitTrace,
+} from './context.js';
+export { type NaiveRead, NaiveRouter } from './naive.js';
+export { formatFailures, formatLine, formatSummary } from './report.js';
+export { failedToStart, prepareCluster, runOnFreshCluster, runScenario } from './runner.js';
+export type { Scenario } from './scenario.js';
+export { scenarios, selectScenarios } from './scenarios/index.js';
+export { DEFAULT_TARGETS, loadTarget, parseTargetList, targets } from './targets/index.js';
+export { type ReadTrace, type TracedAdapter, traceAdapter } from './traced-adapter.js';
+export type {
+  AnyConformanceTarget,
+  BadPositions,
+  Check,
+  ConformanceTarget,
+  Order,
+  ScenarioOutcome,
+  ScenarioReport,
+  Workload,
+} from './types.js';

@@ -1,0 +1,39 @@
+import type { AnyConformanceTarget } from '../types.js';
+
+/**
+ * Every known target, loaded lazily: a PostgreSQL run imports only the pg adapter, so other
+ * adapters' drivers (mysql2, mongodb) need not be installed. Add a line per new target.
+ */
+export const targets: Record<string, () => Promise<AnyConformanceTarget>> = {
+  pg15: async () => (await import('./pg.js')).pgTarget('pg15'),
+  pg18: async () => (await import('./pg.js')).pgTarget('pg18'),
+  pg19: async () => (await import('./pg.js')).pgTarget('pg19'),
+};
+
+/** Target names as the suite reads them from TIDEMARK_TARGETS. */
+export const DEFAULT_TARGETS = 'pg15';
+
+/**
+ * Parse a comma-separated target list. Throws, naming the known targets, when a name is
+ * unknown: a typo must never turn into a silently skipped target.
+ */
+export function parseTargetList(text: string | undefined): string[] {
+  const names = (text?.trim() ? text : DEFAULT_TARGETS)
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name.length > 0);
+  const unknown = names.filter((name) => !Object.hasOwn(targets, name));
+  if (unknown.length > 0) {
+    throw new Error(
+      `Unknown conformance target(s): ${unknown.join(', ')}. Known targets: ${Object.keys(targets).join(', ')}. Set TIDEMARK_TARGETS to a comma-separated list of those.`,
+    );
+  }
+  if (names.length === 0) throw new Error('TIDEMARK_TARGETS names no target.');
+  return [...new Set(names)];
+}
+
+export async function loadTarget(name: string): Promise<AnyConformanceTarget> {
+  const load = targets[name];
+  if (!load) throw new Error(`Unknown conformance target ${name}.`);
+  return load();
+}

@@ -1,0 +1,79 @@
+import type { Adapter } from '@tidemark/core';
+import type { Cluster } from '@tidemark/test-clusters';
+
+/** One row of the workload every scenario writes and reads. */
+export interface Order {
+  readonly id: number;
+  readonly customer: number;
+  readonly note: string;
+}
+
+/**
+ * The few database operations a scenario needs, written once per adapter. Scenarios never
+ * speak SQL or BSON themselves; that is what keeps them database-neutral.
+ */
+export interface Workload<C> {
+  /** Create the orders table (or collection) on the primary; idempotent. */
+  setup(cluster: Cluster): Promise<void>;
+  insertOrder(connection: C, order: Order): Promise<void>;
+  /** Ids of the customer's orders, newest (highest id) first, at most 20. */
+  ordersOf(connection: C, customer: number): Promise<number[]>;
+  /** A write that must fail when the connection is read-only (invariant 7). */
+  tryWrite(connection: C): Promise<void>;
+}
+
+/**
+ * Positions a target can forge for the bad-token scenario. Only the adapter knows its position
+ * format, so it supplies the invalid inputs.
+ */
+export interface BadPositions<P> {
+  /** A syntactically valid position the primary cannot have reached (far ahead of `current`). */
+  impossible(current: P): P;
+  /** URL-safe text that is not a valid position for this adapter's codec. */
+  readonly invalidText: string;
+}
+
+/**
+ * Everything the suite needs to prove one adapter against one kind of cluster. Add a target per
+ * adapter and cluster flavour; scenarios stay untouched.
+ */
+export interface ConformanceTarget<P, C> {
+  /** Target name as used in TIDEMARK_TARGETS and in report lines, e.g. `pg15`. */
+  readonly name: string;
+  /** Start a fresh cluster: a primary and two replicas. */
+  startCluster(): Promise<Cluster>;
+  /** An adapter for the cluster's current topology (reads `cluster.primary()` at call time). */
+  createAdapter(cluster: Cluster): Adapter<P, C>;
+  readonly workload: Workload<C>;
+  readonly badPositions: BadPositions<P>;
+}
+
+/** A target with its position and connection types erased, as the registry holds them. */
+// biome-ignore lint/suspicious/noExplicitAny: targets differ in position and connection types; scenarios are generic over both.
+export type AnyConformanceTarget = ConformanceTarget<any, any>;
+
+/** One assertion a scenario makes; a scenario passes only when all of its checks pass. */
+export interface Check {
+  readonly name: string;
+  readonly pass: boolean;
+  /** What was expected and what was measured. */
+  readonly detail: string;
+}
+
+/** What a scenario measured. Counts are printed in report lines in insertion order. */
+export interface ScenarioOutcome {
+  readonly counts: Readonly<Record<string, number>>;
+  readonly checks: readonly Check[];
+}
+
+/** One scenario run against one target. */
+export interface ScenarioReport {
+  readonly target: string;
+  readonly scenario: string;
+  readonly result: 'pass' | 'fail';
+  readonly ms: number;
+  readonly counts: Readonly<Record<string, number>>;
+  readonly checks: readonly Check[];
+  /** Set when the scenario could not run to the end (cluster start failed, unexpected throw). */
+  readonly error?: string;
+}

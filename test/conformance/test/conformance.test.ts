@@ -1,0 +1,108 @@
+// The conformance suite: every scenario against every target named in TIDEMARK_TARGETS
+// (comma-separated, default pg15). Prints one line per target and scenario and a summary table.
+import type { Cluster } from '@tidemark/test-clusters';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type AnyConformanceTarget,
+  failedToStart,
+  formatFailures,
+  formatLine,
+  formatSummary,
+  loadTarget,
+  parseTargetList,
+  prepareCluster,
+  runOnFreshCluster,
+  runScenario,
+  type Scenario,
+  type ScenarioReport,
+  scenarios,
+  selectScenarios,
+} from '../src/index.js';
+
+const reports: ScenarioReport[] = [];
+
+function record(report: ScenarioReport): void {
+  reports.push(report);
+  console.log(formatLine(report));
+}
+
+let targetNames: string[] = [];
+let targetListError: unknown;
+try {
+  targetNames = parseTargetList(process.env['TIDEMARK_TARGETS']);
+} catch (error) {
+  targetListError = error;
+}
+
+// TIDEMARK_SCENARIOS (comma-separated) narrows a run while developing; say so loudly.
+let selected: readonly Scenario[] = [];
+let scenarioListError: unknown;
+try {
+  selected = selectScenarios(process.env['TIDEMARK_SCENARIOS']);
+} catch (error) {
+  scenarioListError = error;
+}
+if (selected.length > 0 && selected.length < scenarios.length) {
+  const left = scenarios.filter((s) => !selected.includes(s)).map((s) => s.name);
+  console.warn(
+    `conformance: TIDEMARK_SCENARIOS is set; NOT RUNNING ${left.join(', ')}. Unset it for a full run.`,
+  );
+}
+
+it('TIDEMARK_TARGETS and TIDEMARK_SCENARIOS name only known targets and scenarios', () => {
+  expect(targetListError, String(targetListError)).toBeUndefined();
+  expect(scenarioListError, String(scenarioListError)).toBeUndefined();
+  expect(targetNames.length).toBeGreaterThan(0);
+});
+
+for (const name of targetNames) {
+  describe.sequential(`target ${name}`, () => {
+    let target: AnyConformanceTarget | undefined;
+    let cluster: Cluster | undefined;
+    let startError: unknown;
+
+    beforeAll(async () => {
+      const started = performance.now();
+      try {
+        target = await loadTarget(name);
+        cluster = await prepareCluster(target);
+        console.log(
+          `conformance target=${name} cluster=started version=${JSON.stringify(cluster.version)} ms=${Math.round(performance.now() - started)}`,
+        );
+      } catch (error) {
+        startError = error;
+        console.error(
+          `conformance target=${name} cluster=FAILED reason=${JSON.stringify(String(error))}`,
+        );
+      }
+    });
+
+    afterAll(async () => {
+      await cluster?.teardown();
+    });
+
+    for (const scenario of selected) {
+      it(scenario.name, async () => {
+        let report: ScenarioReport;
+        // A target whose cluster cannot start fails every scenario with the reason; it is never
+        // skipped (fresh-cluster scenarios would only fail the same way, more slowly).
+        if (!target || !cluster) report = failedToStart(name, scenario.name, startError);
+        else if (scenario.freshCluster) {
+          report = await runOnFreshCluster(target, scenario, (m) => console.log(m));
+        } else report = await runScenario(target, cluster, scenario, (m) => console.log(m));
+        record(report);
+        expect(report.error, formatFailures(report)).toBeUndefined();
+        expect(
+          report.checks.filter((c) => !c.pass),
+          formatFailures(report),
+        ).toEqual([]);
+        expect(report.checks.length).toBeGreaterThan(0);
+        expect(report.result).toBe('pass');
+      });
+    }
+  });
+}
+
+afterAll(() => {
+  if (reports.length > 0) console.log(formatSummary(reports));
+});

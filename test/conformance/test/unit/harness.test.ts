@@ -1,0 +1,113 @@
+// Fast checks of the suite's own machinery (no database): target list parsing, the naive
+// control's routing, the tracing wrapper and the report format.
+import type { Adapter, PositionCodec } from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import {
+  formatLine,
+  formatSummary,
+  NaiveRouter,
+  parseTargetList,
+  type ScenarioReport,
+  scenarios,
+  traceAdapter,
+} from '../../src/index.js';
+
+const numberCodec: PositionCodec<number> = {
+  kind: 'n',
+  decode: (text) => Number(text),
+  encode: (position) => String(position),
+  compare: (applied, required) => (applied >= required ? 'covered' : 'behind'),
+  merge: (a, b) => Math.max(a, b),
+};
+
+function fakeAdapter(failOn: string[] = []): Adapter<number, string> {
+  return {
+    codec: numberCodec,
+    replicas: ['r1', 'r2'],
+    async read(target, fn) {
+      if (failOn.includes(target)) throw new Error(`${target} is down`);
+      return { value: await fn(target) };
+    },
+    async write(fn) {
+      return { value: await fn('primary'), position: 1 };
+    },
+    async probe() {
+      return { applied: 1 };
+    },
+    async probePrimary() {
+      return 1;
+    },
+    async close() {},
+  };
+}
+
+describe('parseTargetList', () => {
+  it('defaults to pg15', () => {
+    expect(parseTargetList(undefined)).toEqual(['pg15']);
+    expect(parseTargetList('  ')).toEqual(['pg15']);
+  });
+  it('splits, trims and de-duplicates', () => {
+    expect(parseTargetList('pg15, pg19,pg15')).toEqual(['pg15', 'pg19']);
+  });
+  it('rejects unknown names and lists the known ones', () => {
+    expect(() => parseTargetList('pg15,pg99')).toThrow(/pg99.*Known targets: pg15, pg18, pg19/);
+  });
+});
+
+describe('NaiveRouter', () => {
+  it('reads round-robin over replicas and writes to the primary', async () => {
+    const naive = new NaiveRouter(fakeAdapter());
+    const targets = [];
+    for (let i = 0; i < 4; i++) targets.push((await naive.read(async (c) => c)).target);
+    expect(targets).toEqual(['r1', 'r2', 'r1', 'r2']);
+    expect(await naive.write(async (c) => c)).toBe('primary');
+  });
+  it('passes read errors through without retrying', async () => {
+    const naive = new NaiveRouter(fakeAdapter(['r1']));
+    await expect(naive.read(async (c) => c)).rejects.toThrow('r1 is down');
+    expect((await naive.read(async (c) => c)).target).toBe('r2');
+  });
+});
+
+describe('traceAdapter', () => {
+  it('records successful and failed reads and keeps optional members absent', async () => {
+    const traced = traceAdapter(fakeAdapter(['r2']));
+    await traced.adapter.read('r1', async (c) => c, {});
+    await expect(traced.adapter.read('r2', async (c) => c, {})).rejects.toThrow();
+    expect(traced.reads.map((r) => `${r.target}:${r.ok}`)).toEqual(['r1:true', 'r2:false']);
+    expect(traced.adapter.waitFor).toBeUndefined();
+    expect(traced.adapter.isRetryable).toBeUndefined();
+  });
+});
+
+describe('report', () => {
+  const report: ScenarioReport = {
+    target: 'pg15',
+    scenario: 'paused-replay',
+    result: 'pass',
+    ms: 812.4,
+    counts: { errors: 0, router_misses: 0, control_misses: 60, fallbacks: 60, waits: 0 },
+    checks: [{ name: 'x', pass: true, detail: '' }],
+  };
+  it('prints the leading counts first, then the rest, then ms', () => {
+    expect(formatLine(report)).toBe(
+      'conformance target=pg15 scenario=paused-replay result=pass router_misses=0 control_misses=60 fallbacks=60 waits=0 errors=0 ms=812',
+    );
+  });
+  it('summarises with a pass count', () => {
+    const text = formatSummary([report, { ...report, scenario: 'ryw-idle', result: 'fail' }]);
+    expect(text).toContain('1/2 passed');
+    expect(text).toMatch(/pg15\s+ryw-idle\s+fail/);
+  });
+});
+
+describe('scenario list', () => {
+  it('has the eight scenarios with unique names; topology changes get fresh clusters', () => {
+    const names = scenarios.map((s) => s.name);
+    expect(new Set(names).size).toBe(8);
+    expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
+      'replica-killed',
+      'promotion-lost-write',
+    ]);
+  });
+});
