@@ -50,7 +50,11 @@ export class TidemarkError extends Error {
   readonly code: ErrorCode | AdapterErrorCode;
   readonly retryable: boolean;
 
-  constructor(code: ErrorCode | AdapterErrorCode, message: string, options: TidemarkErrorOptions = {}) {
+  constructor(
+    code: ErrorCode | AdapterErrorCode,
+    message: string,
+    options: TidemarkErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = code;
