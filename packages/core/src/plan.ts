@@ -13,7 +13,7 @@ export type ReadPlan<P> =
    * No healthy replica can serve it or catch up. `otherHistory` is true when every replica
    * with a position reports another history (a lost write, or replicas not yet re-pointed).
    */
-  | { readonly kind: 'none'; readonly otherHistory: boolean };
+  | { readonly kind: 'none'; readonly otherHistory: boolean; readonly anyHealthy: boolean };
 
 export interface PlanInput<P> {
   readonly states: ReadonlyArray<ReplicaState<P>>;
@@ -38,8 +38,10 @@ export function planRead<P>(input: PlanInput<P>): ReadPlan<P> {
   let behind: ReplicaState<P>[] | undefined;
   let positioned = 0;
   let otherHistory = 0;
+  let healthy = 0;
   for (const state of states) {
     if (state.id === exclude || !isHealthy(state, now, health)) continue;
+    healthy++;
     if (required === undefined) {
       covered.push(state);
       continue;
@@ -66,7 +68,11 @@ export function planRead<P>(input: PlanInput<P>): ReadPlan<P> {
     behind.sort(byLag);
     return { kind: 'wait', candidates: behind };
   }
-  return { kind: 'none', otherHistory: positioned > 0 && otherHistory === positioned };
+  return {
+    kind: 'none',
+    otherHistory: positioned > 0 && otherHistory === positioned,
+    anyHealthy: healthy > 0,
+  };
 }
 
 /**

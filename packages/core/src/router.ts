@@ -94,6 +94,8 @@ export interface RoutedRead<T> {
 
 /** Internal: a chosen target before the read runs. */
 interface Route {
+  /** True when the session's position was dropped as impossible while routing. */
+  ignoredPosition?: boolean;
   target: string;
   reason: DecisionReason;
   stale: boolean;
@@ -230,7 +232,8 @@ export class Router<P, C> {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
-      finalRoute = await this.retryRoute(required.position, route.target, options, started);
+      const retryPosition = route.ignoredPosition ? undefined : required.position;
+      finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
         outcome = await this.adapter.read(finalRoute.target, fn, { signal: options.signal });
       } catch (retryError) {
@@ -335,7 +338,8 @@ export class Router<P, C> {
           `The session's position for cluster "${this.cluster}" is ahead of the primary, so it was not issued by this cluster; it may be forged or from another cluster with the same name.`,
         ),
       );
-      return this.route(session, undefined, true, options, started);
+      const rerouted = await this.route(session, undefined, true, options, started);
+      return { ...rerouted, ignoredPosition: true };
     }
     if (plan.kind === 'wait' && this.waitBudgetMs > 0) {
       const replica = await this.waitForReplica(required, plan.candidates, started, options);
@@ -347,7 +351,7 @@ export class Router<P, C> {
       return this.fallback('primary-fallback', required, started);
     }
     return this.fallback(
-      plan.kind === 'none' ? 'primary-no-replica' : 'primary-fallback',
+      plan.kind === 'none' && !plan.anyHealthy ? 'primary-no-replica' : 'primary-fallback',
       required,
       started,
     );
@@ -421,6 +425,8 @@ export class Router<P, C> {
     const remaining = deadline - this.clock.now();
     if (remaining <= 0) return 'not-reached';
     const controller = linkedController(options.signal);
+    const abortLinked = () => controller.abort();
+    options.signal?.addEventListener('abort', abortLinked, { once: true });
     try {
       const result = await this.adapter.waitFor!(id, required, remaining, {
         signal: controller.signal,
@@ -433,6 +439,9 @@ export class Router<P, C> {
     } catch (error) {
       this.monitor.reportFailure(id, error);
       return 'not-reached';
+    } finally {
+      // A long-lived caller signal must not collect one listener per waited read.
+      options.signal?.removeEventListener('abort', abortLinked);
     }
   }
 
@@ -446,7 +455,13 @@ export class Router<P, C> {
     const codec = this.adapter.codec;
     const ids = candidates.map((c) => c.id);
     while (this.clock.now() < deadline && !options.signal?.aborted) {
-      await Promise.all(ids.map((id) => this.monitor.refresh(id)));
+      // A slow probe must not stretch the budget: stop listening at the deadline.
+      const bound = new AbortController();
+      await Promise.race([
+        Promise.all(ids.map((id) => this.monitor.refresh(id))),
+        this.clock.sleep(deadline - this.clock.now(), bound.signal),
+      ]);
+      bound.abort();
       for (const id of ids) {
         const state = this.monitor.state(id);
         if (
@@ -554,15 +569,25 @@ export class Router<P, C> {
     const controller = new AbortController();
     let after: P | undefined;
     try {
-      after =
+      const probe: Promise<P> =
         target === PRIMARY
-          ? await this.adapter.probePrimary({ signal: controller.signal })
-          : (
-              await this.adapter.probe(target, {
-                signal: controller.signal,
-                primary: this.monitor.primaryPosition(),
-              })
-            ).applied;
+          ? this.adapter.probePrimary({ signal: controller.signal })
+          : this.adapter
+              .probe(target, { signal: controller.signal, primary: this.monitor.primaryPosition() })
+              .then((result) => result.applied);
+      // Bounded like a monitor probe: a node that answers the read and then hangs must not
+      // hang the read.
+      const timeout = new AbortController();
+      const timedOut = this.clock.sleep(POST_READ_PROBE_TIMEOUT_MS, timeout.signal).then(() => {
+        if (timeout.signal.aborted) return undefined;
+        controller.abort();
+        throw new Error(`post-read probe timed out after ${POST_READ_PROBE_TIMEOUT_MS} ms`);
+      });
+      try {
+        after = await Promise.race([probe, timedOut]);
+      } finally {
+        timeout.abort();
+      }
     } catch {
       // The node vanished after answering. The primary's position covers any replica's state,
       // so raising to it errs toward freshness (extra waits), never toward a stale read.
@@ -583,6 +608,9 @@ export class Router<P, C> {
   }
 }
 
+/** Upper bound of the probe that replaces a missing `observed` position after a read. */
+const POST_READ_PROBE_TIMEOUT_MS = 1000;
+
 function toTokenError(error: unknown): TokenError {
   if (error instanceof TokenError) return error;
   return new TokenError(
@@ -596,10 +624,7 @@ function toTokenError(error: unknown): TokenError {
 
 function linkedController(signal: AbortSignal | undefined): AbortController {
   const controller = new AbortController();
-  if (signal) {
-    if (signal.aborted) controller.abort();
-    else signal.addEventListener('abort', () => controller.abort(), { once: true });
-  }
+  if (signal?.aborted) controller.abort();
   return controller;
 }
 

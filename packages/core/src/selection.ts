@@ -101,5 +101,12 @@ function fnv1a(key: string, id: string): number {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
+  // murmur3 fmix32: without it, ids that differ only in their last character (r1, r2, ...)
+  // get correlated scores and one replica takes about half of all keys.
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return hash >>> 0;
 }

@@ -89,8 +89,10 @@ export class Session {
 
   /** Plain data for {@link TokenCodec.encode}. */
   toTokenData(): { positions: Record<string, string> } {
-    const positions: Record<string, string> = {};
-    for (const [cluster, entry] of this.entries) positions[cluster] = entry.text;
+    // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
+    const positions: Record<string, string> = Object.fromEntries(
+      [...this.entries].map(([cluster, entry]) => [cluster, entry.text]),
+    );
     return { positions };
   }
 }
