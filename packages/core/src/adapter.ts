@@ -81,6 +81,16 @@ export interface Adapter<P, C> {
       ) => Promise<WaitOutcome<P>>)
     | undefined;
   /**
+   * Decide whether a position the primary does not cover was lost in a failover
+   * (`other-history`) or never issued by this cluster (`impossible`). Optional: by default the
+   * codec's comparison with the primary decides (`behind` means impossible). Adapters whose
+   * positions cannot show history on their own (MySQL GTID sets, where only the primary's
+   * server UUID tells the two apart) supply it.
+   */
+  classifyAgainstPrimary?:
+    | ((primary: P, required: P) => 'ok' | 'impossible' | 'other-history')
+    | undefined;
+  /**
    * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server
    * shutting down). Errors in the caller's own query (syntax, read-only violation) are not.
    * Default: every error is retried once.

@@ -369,6 +369,8 @@ export class Router<P, C> {
       return 'ok';
     }
     if (fresh === undefined) return 'ok';
+    if (this.adapter.classifyAgainstPrimary)
+      return this.adapter.classifyAgainstPrimary(fresh, required);
     const relation = codec.compare(fresh, required);
     if (relation === 'covered') return 'ok';
     return relation === 'other-history' ? 'other-history' : 'impossible';

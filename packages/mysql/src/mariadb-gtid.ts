@@ -83,13 +83,14 @@ export class MariadbGtidPosition {
   }
 
   /**
-   * Parse the server's text: `domain-server-seq` entries separated by commas (`0-1-9,1-2-5`),
-   * whitespace allowed around the commas, in any domain order; `''` is the empty position.
+   * Parse the server's text: `domain-server-seq` entries joined by commas (`0-1-9,1-2-5`), in any
+   * domain order; `''` is the empty position. Whitespace is allowed only around the whole text.
+   * (MariaDB 10.11 prints no whitespace, and its own parser refuses a space after a number.)
    *
    * @throws TokenError `TIDEMARK_POSITION_INVALID` on anything else: numbers out of range
-   *   (domain and server 0 .. 2^32-1, seq 0 .. 2^64-1), leading zeros, empty entries, or a domain
-   *   named twice (that is a `gtid_binlog_state`, which keeps one GTID per server; read a
-   *   position variable instead).
+   *   (domain and server 0 .. 2^32-1, seq 0 .. 2^64-1), leading zeros, whitespace or empty
+   *   entries between the commas, or a domain named twice (that is a `gtid_binlog_state`, which
+   *   keeps one GTID per server; read a position variable instead).
    */
   static parse(text: string, options: MariadbPositionParseOptions = {}): MariadbGtidPosition {
     if (typeof text !== 'string') {
@@ -106,11 +107,10 @@ export class MariadbGtidPosition {
     const body = trimLayout(text);
     if (body === '') return MariadbGtidPosition.EMPTY;
     const gtids = body.split(',').map((part) => {
-      const entry = trimLayout(part);
-      const match = GTID_TEXT.exec(entry);
+      const match = GTID_TEXT.exec(part);
       if (!match) {
         throw invalidPosition(
-          `${describeInput(entry)} is not a MariaDB GTID; expected domain-server-seq in decimal, such as 0-1-9.`,
+          `${describeInput(part)} is not a MariaDB GTID; expected domain-server-seq in decimal, such as 0-1-9.`,
         );
       }
       return {

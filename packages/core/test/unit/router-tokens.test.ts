@@ -76,6 +76,24 @@ describe('impossible position (ahead of the primary)', () => {
     expect(f.router.metrics().badTokens).toBe(1);
   });
 
+  it('an adapter classifier decides between impossible and other-history', async () => {
+    const seen: string[] = [];
+    const f = await routerFixture({
+      configure: (adapter) =>
+        Object.assign(adapter, {
+          classifyAgainstPrimary: (primary: { seq: number }, required: { seq: number }) => {
+            seen.push(`${primary.seq}<${required.seq}`);
+            return 'other-history' as const;
+          },
+        }),
+    });
+    const error = await f.read(sessionAt('1.50')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OtherHistoryError);
+    expect(seen).toEqual(['10<50']);
+    expect(f.router.metrics().otherHistory).toBe(1);
+    expect(f.router.metrics().badTokens).toBe(0);
+  });
+
   it('a stale primary sample alone does not make a genuine token impossible', async () => {
     const f = await routerFixture({ router: { wait: { budgetMs: 0 } } });
     // Another process wrote: the primary moved on after the monitor's last sample (1.10).
