@@ -4,7 +4,7 @@
 // tidemark cache directory. Servers run inside it as an unprivileged user and share the host's
 // network, so the harness connects to them on 127.0.0.1. Nothing here knows about a database.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,13 +82,48 @@ export function ensureChroot(build: ChrootBuild): Promise<string> {
   return pending;
 }
 
+function isMountPoint(path: string): boolean {
+  try {
+    const target = realpathSync(path);
+    return readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .some((line) => line.split(' ')[1] === target);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A tmpfs on the chroot's /dev/shm, mounted once and left mounted (it holds nothing between
+ * clusters, and costs no memory while empty). Servers' data directories there are quicker to
+ * create and copy than on disk (initdb: 1.1 s against 1.7 s here), and POSIX shared memory
+ * inside the chroot lands on a real tmpfs. Returns false (use the disk) if mounting fails or
+ * TIDEMARK_CHROOT_TMPFS=0.
+ */
+export async function ensureChrootTmpfs(root: string): Promise<boolean> {
+  if (process.env['TIDEMARK_CHROOT_TMPFS'] === '0') return false;
+  const dir = join(root, 'dev', 'shm');
+  if (isMountPoint(dir)) return true;
+  try {
+    await runCommand({
+      command: 'mount',
+      args: ['-t', 'tmpfs', '-o', 'mode=1777,nosuid,nodev', 'tidemark-shm', dir],
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Runs programs inside `root` with chroot(8); the program keeps chroot's PID (chroot execs it). */
 export class ChrootRuntime implements Runtime {
   readonly description: string;
-  /** On the chroot's own disk; a tmpfs would need a bind mount that could outlive a crash. */
-  readonly tempRoot = '/var/tmp';
 
-  constructor(readonly root: string) {
+  /** `tempRoot`: /dev/shm when ensureChrootTmpfs() mounted it, else the chroot's disk. */
+  constructor(
+    readonly root: string,
+    readonly tempRoot = '/var/tmp',
+  ) {
     this.description = `chroot ${root}`;
   }
 

@@ -288,10 +288,16 @@ export async function stopServer(
     return;
   }
   proc.signal(signal);
+  // The grace timer is cleared once the server exits, so a finished teardown does not keep the
+  // calling process alive for the rest of the grace period.
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
   const timedOut = await Promise.race([
     proc.exited.then(() => false),
-    sleep(graceMs).then(() => true),
+    new Promise<boolean>((resolve) => {
+      graceTimer = setTimeout(() => resolve(true), graceMs);
+    }),
   ]);
+  clearTimeout(graceTimer);
   if (timedOut) {
     await killTree(proc.pid);
     await proc.exited;
@@ -337,4 +343,27 @@ export async function removeOrphanedSysvShm(creatorPids: ReadonlySet<number>): P
     }
   }
   return removed;
+}
+
+/**
+ * POSIX shared memory files (under some /dev/shm, a chroot's included) mapped by any of `pids`,
+ * as host paths. A server killed with SIGKILL cannot unlink them; read this before the kill.
+ */
+export function sharedMemoryFiles(pids: readonly number[]): string[] {
+  const files = new Set<string>();
+  for (const pid of pids) {
+    let maps: string;
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of maps.split('\n')) {
+      const path = line.slice(line.indexOf('/'));
+      if (line.includes('/') && path.includes('/dev/shm/') && !path.endsWith('(deleted)')) {
+        files.add(path);
+      }
+    }
+  }
+  return [...files];
 }

@@ -143,8 +143,12 @@ export async function reapStaleRunDirs(
       }
     }
     await waitForExit(left, 5_000);
-    await rm(host, { recursive: true, force: true });
-    reaped.push(host);
+    try {
+      await rm(host, { recursive: true, force: true });
+      reaped.push(host);
+    } catch {
+      // Another user's directory (we are not root): not ours to clean, and no reason to fail.
+    }
   }
   return reaped;
 }

@@ -66,3 +66,29 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+/** /dev/shm files (any root, chroots included) that the given processes have mapped. */
+export function mappedShmFiles(pids: readonly number[]): string[] {
+  const files = new Set<string>();
+  for (const pid of pids) {
+    try {
+      for (const line of readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n')) {
+        const m = /\s(\/\S*\/dev\/shm\/\S+|\/dev\/shm\/\S+)$/.exec(line);
+        if (m) files.add(m[1]!);
+      }
+    } catch {
+      // exited
+    }
+  }
+  return [...files];
+}
+
+/** SysV shared memory segments created by `pid`, from /proc/sysvipc/shm. */
+export function sysvSegmentsOf(pid: number): string[] {
+  const [header, ...lines] = readFileSync('/proc/sysvipc/shm', 'utf8').trim().split('\n');
+  const cols = (header ?? '').trim().split(/\s+/);
+  return lines
+    .map((l) => l.trim().split(/\s+/))
+    .filter((f) => Number(f[cols.indexOf('cpid')]) === pid)
+    .map((f) => f[cols.indexOf('shmid')]!);
+}

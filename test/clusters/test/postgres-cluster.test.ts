@@ -1,10 +1,19 @@
 // Each PostgreSQL target of the local provider, end to end against real servers. A target that
 // cannot start fails every test below with the reason (beforeAll throws); nothing is skipped.
 
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Cluster, type LocalPgCluster, startCluster } from '../src/index.js';
-import { isAlive, parseLsn, processesUnder, targetsFromEnv, waitFor } from './helpers.js';
+import {
+  isAlive,
+  mappedShmFiles,
+  parseLsn,
+  processesUnder,
+  sysvSegmentsOf,
+  targetsFromEnv,
+  waitFor,
+} from './helpers.js';
 
 const MAJORS: Record<string, number> = { pg15: 15, pg18: 18, pg19: 19 };
 
@@ -129,7 +138,18 @@ describe.each(targetsFromEnv())('local %s cluster', (target) => {
   });
 
   it('kill + start a replica: it comes back and catches up', async () => {
+    const n2Dir = join((cluster as LocalPgCluster).directory, 'n2');
+    const n2Processes = processesUnder(n2Dir);
+    const postmaster = Number(readFileSync(join(n2Dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const segments = mappedShmFiles(n2Processes);
+    expect(segments.length).toBeGreaterThan(0);
+    expect(sysvSegmentsOf(postmaster).length).toBe(1);
+
     await cluster.kill('n2');
+    // Every process gone at once, and the shared memory a crash leaves behind released.
+    expect(n2Processes.filter(isAlive)).toEqual([]);
+    expect(segments.filter((f) => existsSync(f))).toEqual([]);
+    expect(sysvSegmentsOf(postmaster)).toEqual([]);
     expect(cluster.nodes().find((n) => n.name === 'n2')!.running).toBe(false);
     await expect(cluster.exec('n2', 'SELECT 1')).rejects.toThrow();
     expect(Object.keys(await cluster.positions()).sort()).toEqual(['n0', 'n1']);

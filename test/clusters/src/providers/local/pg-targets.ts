@@ -9,6 +9,7 @@ import {
   chrootDir,
   chrootUnavailableReason,
   ensureChroot,
+  ensureChrootTmpfs,
   setupScriptsDir,
 } from '../../chroot.js';
 import { runCommand } from '../../process.js';
@@ -156,7 +157,8 @@ function chrootPg(major: number): PgDistribution {
           `chroot ${chrootDir(name)} has no ${binDir}/postgres; delete the directory to rebuild it`,
         );
       }
-      return { runtime: new ChrootRuntime(root), binDir };
+      const tmpfs = await ensureChrootTmpfs(root);
+      return { runtime: new ChrootRuntime(root, tmpfs ? '/dev/shm' : '/var/tmp'), binDir };
     },
   };
 }

@@ -9,7 +9,14 @@ import { appendFile, chown, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePorts } from '../../ports.js';
 import * as sql from '../../postgres/sql.js';
-import { killTree, removeOrphanedSysvShm, type ServerProcess, stopServer } from '../../process.js';
+import {
+  killTree,
+  processTree,
+  removeOrphanedSysvShm,
+  type ServerProcess,
+  sharedMemoryFiles,
+  stopServer,
+} from '../../process.js';
 import type { Runtime, SystemUser } from '../../runtime.js';
 import { copyTree, createRunDir, type RunDir, reapStaleRunDirs } from '../../tempdir.js';
 import type { Cluster, ClusterNode } from '../../types.js';
@@ -106,7 +113,7 @@ export class LocalPgCluster implements Cluster {
   readonly flavour = 'postgres' as const;
   private serverVersion = '';
   private readonly states = new Map<string, NodeState>();
-  // Every postmaster we started, for removing the SysV segment of one we SIGKILLed.
+  // Every postmaster we started: teardown removes SysV segments any of them left behind.
   private readonly postmasters = new Set<number>();
   private tornDown: Promise<void> | undefined;
 
@@ -343,8 +350,14 @@ export class LocalPgCluster implements Cluster {
     const state = this.state(name);
     const proc = state.proc;
     if (proc?.running()) {
+      const segments = sharedMemoryFiles(processTree(proc.pid));
       await killTree(proc.pid);
       await proc.exited;
+      // Free the shared memory a clean exit would have freed. The next start would find and
+      // remove it too, but the node may never be started again. The data directory keeps
+      // exactly what a crash leaves (that is what start() recovers from).
+      await Promise.all(segments.map((file) => rm(file, { force: true })));
+      await removeOrphanedSysvShm(new Set([proc.pid]));
     }
     state.node.running = false;
   }
