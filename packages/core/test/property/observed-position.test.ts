@@ -1,19 +1,11 @@
 /**
- * CORE BUG, kept as a failing property test until src/router.ts is fixed.
- *
- * `ReadOutcome.observed` is optional in the adapter contract. When an adapter leaves it out,
- * `Router.raiseAfterRead` raises the session only to the monitor's sample of the target, taken
- * BEFORE the read. The read may have seen more (the replica applied further since the sample, or
- * the primary committed other sessions' writes), so the session's next read can be sent to a
- * replica that is covered by the token yet older than what the session already saw: monotonic
- * reads break (DESIGN.md invariant 3 says exactly that the pre-read sample is not enough).
- *
- * Proposed fix (router.ts, raiseAfterRead, awaited from readDetailed): when `observed` is
- * undefined, probe the same node after the read (`adapter.probe(target).applied`, or
- * `adapter.probePrimary()` for the primary). A node's applied position only moves forward, so a
- * probe sent after the read is at least as new as the state the read saw. If that probe fails,
- * raise to the primary's position (`monitor.refreshPrimary()`), which covers every replica's.
- * The third test below applies exactly that logic in an adapter wrapper and passes.
+ * Regression: `ReadOutcome.observed` is optional in the adapter contract. The router once raised
+ * the session only to the monitor's sample of the target, taken BEFORE the read; the read may
+ * have seen more, so the next read could go to a replica covered by the token yet older than what
+ * the session already saw (DESIGN.md invariant 3). The router now probes the same node after the
+ * read (a node's applied position only moves forward, so that probe covers what the read saw),
+ * falling back to the primary's position when the probe fails. These tests run adapters that
+ * leave `observed` out.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -51,14 +43,14 @@ const SHRUNK: Schedule = {
 };
 
 describe('core Router with an adapter that leaves ReadOutcome.observed out', () => {
-  it('shrunk schedule: the session never reads older than it saw (FAILS until router.ts is fixed)', async () => {
+  it('shrunk schedule: the session never reads older than it saw', async () => {
     // Control: the same schedule is clean when the adapter reports `observed`.
     expect((await runSchedule(SHRUNK, 'router')).violations).toEqual([]);
     const result = await runSchedule(SHRUNK, 'router', { reportObserved: false });
     expect(result.violations).toEqual([]);
   });
 
-  it('property: monotonic reads and read-your-writes hold (FAILS until router.ts is fixed)', async () => {
+  it('property: monotonic reads and read-your-writes hold', async () => {
     await fc.assert(
       fc.asyncProperty(scheduleArbitrary(), async (schedule) => {
         const result = await runSchedule(schedule, 'router', { reportObserved: false });

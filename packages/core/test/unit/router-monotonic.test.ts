@@ -48,7 +48,7 @@ describe('monotonic reads', () => {
     expect(session.positionText('default')).toBe('1.20');
   });
 
-  // BUG (reported): raiseAfterRead calls adapter.probe/probePrimary directly, without the
+  // Regression: raiseAfterRead calls adapter.probe/probePrimary directly, without the
   // monitor's probe timeout, and its AbortController is never aborted; a node that answers the
   // read and then hangs makes the read hang forever.
   it('a post-read probe that hangs does not hang the read', async () => {

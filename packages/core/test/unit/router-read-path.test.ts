@@ -248,7 +248,7 @@ describe('bounded wait', () => {
     expect(f.router.metrics().waits).toBe(0);
   });
 
-  // BUG (reported): paused replicas are healthy, yet the decision says "no healthy replica".
+  // Regression: paused replicas are healthy, yet the decision says "no healthy replica".
   it('labels a fallback past paused (healthy) replicas primary-fallback, not primary-no-replica', async () => {
     const f = await routerFixture({
       configure: (a) => {
@@ -310,7 +310,7 @@ describe('bounded wait', () => {
     expect(decision.waitedMs).toBe(95);
   });
 
-  // BUG (reported): the poll loop awaits a probe without bounding it by the remaining budget,
+  // Regression: the poll loop awaits a probe without bounding it by the remaining budget,
   // so one slow replica stretches a 100 ms budget to the probe's own duration (up to
   // probeTimeoutMs, 1 s by default).
   it('does not let a slow probe stretch the wait past the budget (polling)', async () => {
@@ -338,7 +338,7 @@ describe('bounded wait', () => {
     expect(decision.waitedMs).toBe(30);
   });
 
-  // BUG (reported): linkedController adds an 'abort' listener to the caller's signal for every
+  // Regression: linkedController adds an 'abort' listener to the caller's signal for every
   // server-side wait and never removes it, so a long-lived signal (a server shutdown signal
   // shared by all requests) accumulates one listener per waited read.
   it("leaves no listeners on the caller's signal after server-side waits", async () => {

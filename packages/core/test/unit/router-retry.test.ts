@@ -146,7 +146,7 @@ describe('read retry', () => {
     expect(decision).toMatchObject({ target: 'r2', reason: 'degraded-stale', stale: true });
   });
 
-  // BUG (reported): readDetailed passes `waitedMs` where retryRoute expects the read's start
+  // Regression: readDetailed passes `waitedMs` where retryRoute expects the read's start
   // time, so a cap rejection on the retry reports "waited <clock now> ms".
   it('reports the real wait time when the retry hits the fallback cap', async () => {
     const f = await routerFixture({

@@ -115,7 +115,7 @@ describe('impossible position (ahead of the primary)', () => {
     expect(f.router.metrics().badTokens).toBe(0);
   });
 
-  // BUG (reported): after an impossible token is ignored, the retry path still plans with the
+  // Regression: after an impossible token is ignored, the retry path still plans with the
   // ignored position, so a failed replica read goes to the primary (spending the fallback cap)
   // although another healthy replica could serve a token-less read.
   it("'ignore': a retry after a failed read also ignores the impossible position", async () => {

@@ -117,7 +117,7 @@ describe('affinity (rendezvous hashing)', () => {
     }
   });
 
-  // BUG (reported): FNV-1a without a finaliser correlates the scores of ids that differ only in
+  // Regression: FNV-1a without a finaliser correlates the scores of ids that differ only in
   // their last character, so with r1..r4 one replica gets about half of all keys.
   it('spreads keys evenly over replicas named r1..r4', () => {
     const policy = affinity();

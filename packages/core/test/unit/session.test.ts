@@ -125,7 +125,7 @@ describe('Session and tokens', () => {
     expect(session.toTokenData()).toEqual({ positions: {} });
   });
 
-  // BUG (reported): `__proto__` passes assertClusterName, but toTokenData assigns into a plain
+  // Regression: `__proto__` passes assertClusterName, but toTokenData assigns into a plain
   // object literal, where that key hits the prototype setter and the position silently vanishes
   // from the token (read-your-writes is lost for that cluster).
   it('keeps a cluster named __proto__ in its token data', () => {
