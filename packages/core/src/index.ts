@@ -59,3 +59,4 @@ export {
   type TokenData,
 } from './token.js';
 export { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
+export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from './transient.js';

@@ -1,14 +1,4 @@
-/** Socket-level failures: the server or the network went away, not the query. */
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
+import { SOCKET_ERROR_CODES, someErrorInChain } from '@tidemark/core';
 
 /**
  * SQLSTATEs that say "this server cannot serve you right now": admin_shutdown (57P01),
@@ -34,25 +24,19 @@ const LOST_CONNECTION = [
  * not: they fail the same way everywhere.
  */
 export function isRetryablePgError(error: unknown): boolean {
-  return check(error, 0);
-}
-
-function check(error: unknown, depth: number): boolean {
-  if (depth > 4 || typeof error !== 'object' || error === null) return false;
-  const { code, message, cause } = error as { code?: unknown; message?: unknown; cause?: unknown };
-  if (typeof code === 'string') {
-    if (NETWORK_CODES.has(code) || SERVER_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)) {
-      return true;
+  return someErrorInChain(error, (e) => {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string') {
+      if (
+        SOCKET_ERROR_CODES.has(code) ||
+        SERVER_UNAVAILABLE.has(code) ||
+        /^08[0-9A-Z]{3}$/.test(code)
+      ) {
+        return true;
+      }
+      // A SQLSTATE means the server answered: anything not listed is about the query.
+      if (/^[0-9A-Z]{5}$/.test(code)) return false;
     }
-    // A SQLSTATE means the server answered: anything not listed is about the query.
-    if (/^[0-9A-Z]{5}$/.test(code)) return false;
-  }
-  if (typeof message === 'string' && LOST_CONNECTION.some((pattern) => pattern.test(message))) {
-    return true;
-  }
-  // Node reports a refused connection to every address of a host name as an AggregateError.
-  if (error instanceof AggregateError && error.errors.some((inner) => check(inner, depth + 1))) {
-    return true;
-  }
-  return cause !== undefined && check(cause, depth + 1);
+    return typeof message === 'string' && LOST_CONNECTION.some((pattern) => pattern.test(message));
+  });
 }
