@@ -29,6 +29,8 @@ export const ErrorCode = {
   Config: 'TIDEMARK_CONFIG',
   /** The router or monitor was closed. */
   Closed: 'TIDEMARK_CLOSED',
+  /** `currentSession()` was called outside `runWithSession`. */
+  NoSessionContext: 'TIDEMARK_NO_SESSION_CONTEXT',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -8,6 +8,13 @@ export type {
 } from './adapter.js';
 export { PRIMARY } from './adapter.js';
 export { type Clock, systemClock } from './clock.js';
+export {
+  ContextErrorCode,
+  currentSession,
+  maybeCurrentSession,
+  NoSessionContextError,
+  runWithSession,
+} from './context.js';
 export { DECISION_REASONS, type DecisionReason, type RouteDecision } from './decision.js';
 export {
   type AdapterErrorCode,

@@ -15,6 +15,7 @@ import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead } from './plan.js';
+import type { PositionCodec } from './position.js';
 import { type SelectionName, type SelectionPolicy, selectionPolicy } from './selection.js';
 import type { Session } from './session.js';
 import { assertClusterName } from './token.js';
@@ -110,9 +111,12 @@ export class Router<P, C> {
   readonly cluster: string;
   readonly monitor: ReplicaMonitor<P>;
   readonly events = new Emitter<RouterEvents<P>>();
+  /** The adapter's position codec: carriers and stores merge positions with it. */
+  readonly codec: PositionCodec<P>;
+  /** Effective health limits; carriers derive token lifetimes from them. */
+  readonly health: Readonly<HealthOptions>;
   private readonly adapter: Adapter<P, C>;
   private readonly clock: Clock;
-  private readonly health: HealthOptions;
   private readonly selection: SelectionPolicy;
   private readonly waitBudgetMs: number;
   private readonly pollIntervalMs: number;
@@ -125,6 +129,7 @@ export class Router<P, C> {
 
   constructor(options: RouterOptions<P, C>) {
     this.adapter = options.adapter;
+    this.codec = options.adapter.codec;
     this.cluster = options.cluster ?? 'default';
     assertClusterName(this.cluster);
     if (this.adapter.replicas.includes(PRIMARY)) {

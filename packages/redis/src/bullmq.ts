@@ -1,0 +1,26 @@
+import type { TokenCodec } from '@tidemark/core';
+import type { Job, JobsOptions, Queue } from 'bullmq';
+import { type JobSessionOptions, runJobInSession, type StampedPayload, stampJob } from './jobs.js';
+
+/** `queue.add` with the current session's token stamped into the job data. */
+export function addWithToken<T extends object>(
+  queue: Queue,
+  name: string,
+  data: T,
+  codec: TokenCodec,
+  options?: JobsOptions,
+): Promise<Job> {
+  return queue.add(name, stampJob(data, codec), options);
+}
+
+/**
+ * Wrap a BullMQ processor so it runs with the job's session as the current session: every
+ * read it makes through the router (via `currentSession()`) sees the enqueuing request's writes.
+ */
+export function withJobSession<T extends object, R>(
+  codec: TokenCodec,
+  processor: (job: Job<StampedPayload<T>, R>) => Promise<R>,
+  options: JobSessionOptions = {},
+): (job: Job<StampedPayload<T>, R>) => Promise<R> {
+  return (job) => runJobInSession(job.data, codec, () => processor(job), options);
+}

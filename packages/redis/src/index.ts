@@ -1,0 +1,17 @@
+export { RedisErrorCode, RedisStoreError } from './errors.js';
+export {
+  JOB_TOKEN_FIELD,
+  type JobSessionOptions,
+  runJobInSession,
+  type StampedPayload,
+  sessionFromJob,
+  stampJob,
+} from './jobs.js';
+export { mergePositions } from './merge.js';
+export {
+  type ClusterView,
+  type DropOutcome,
+  type RedisCommands,
+  RedisTokenStore,
+  type RedisTokenStoreOptions,
+} from './store.js';

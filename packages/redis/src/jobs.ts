@@ -1,0 +1,66 @@
+import {
+  maybeCurrentSession,
+  runWithSession,
+  Session,
+  type TokenCodec,
+  type TokenError,
+} from '@tidemark/core';
+
+/** Field of a job payload that carries the enqueuing request's token. */
+export const JOB_TOKEN_FIELD = 'tidemarkToken';
+
+/** A job payload with the token stamped in. */
+export type StampedPayload<T> = T & { [JOB_TOKEN_FIELD]?: string };
+
+/**
+ * Copy `payload` with the session's token (signed by `codec`) stamped in, so the worker's reads
+ * see the writes made before the job was enqueued. `session` defaults to the current session;
+ * without one (or with an empty one) the payload is copied unchanged.
+ */
+export function stampJob<T extends object>(
+  payload: T,
+  codec: TokenCodec,
+  session: Session | undefined = maybeCurrentSession(),
+): StampedPayload<T> {
+  if (!session || session.clusters().length === 0) return { ...payload };
+  return { ...payload, [JOB_TOKEN_FIELD]: codec.encode(session.toTokenData()) };
+}
+
+export interface JobSessionOptions {
+  /** Called when the stamped token does not verify; the job then runs with an empty session. */
+  onBadToken?: (error: TokenError) => void;
+}
+
+/**
+ * The session a job's reads must respect. A missing token gives an empty session. A token
+ * that is bad, or expired (by the time a job runs, every usable replica has applied it), gives
+ * an empty session and is reported to `onBadToken`.
+ */
+export function sessionFromJob(
+  payload: unknown,
+  codec: TokenCodec,
+  options: JobSessionOptions = {},
+): Session {
+  const text =
+    typeof payload === 'object' && payload !== null
+      ? (payload as Record<string, unknown>)[JOB_TOKEN_FIELD]
+      : undefined;
+  if (text === undefined) return new Session();
+  try {
+    return Session.fromToken(codec.decode(text));
+  } catch (error) {
+    options.onBadToken?.(error as TokenError);
+    return new Session();
+  }
+}
+
+/** Run `fn` with the job's session as the current session (before its first read). */
+export function runJobInSession<T>(
+  payload: unknown,
+  codec: TokenCodec,
+  fn: (session: Session) => T,
+  options: JobSessionOptions = {},
+): T {
+  const session = sessionFromJob(payload, codec, options);
+  return runWithSession(session, () => fn(session));
+}
