@@ -4,5 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
+    hookTimeout: 180_000,
+    // Each integration file starts its own cluster; on 2 cores, one file at a time.
+    fileParallelism: false,
   },
 });

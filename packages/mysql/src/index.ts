@@ -1,4 +1,12 @@
+export {
+  createMysqlAdapter,
+  type MysqlAdapter,
+  type MysqlAdapterOptions,
+  type MysqlRoundTrips,
+} from './adapter.js';
 export { classifyAgainstPrimary, createMysqlCodec, type PrimaryVerdict } from './codec.js';
+export { MysqlAdapterError, MysqlErrorCode } from './errors.js';
+export type { FlavourName } from './flavour.js';
 export { type GtidInterval, MAX_GNO, MIN_GNO } from './gno-intervals.js';
 export {
   DEFAULT_GTID_TEXT_LIMIT,
@@ -15,6 +23,7 @@ export {
   encodeGtidSetToken,
   MAX_GTID_TOKEN_LENGTH,
 } from './gtid-token.js';
+export { classifyMariadbAgainstPrimary } from './mariadb-classify.js';
 export { createMariadbCodec } from './mariadb-codec.js';
 export {
   compareMariadbPositions,
@@ -29,4 +38,5 @@ export {
   type MariadbPositionParseOptions,
   mergeMariadbPositions,
 } from './mariadb-gtid.js';
+export { isRetryableMysqlError } from './retryable.js';
 export { isUuid, normalizeUuid } from './uuid.js';

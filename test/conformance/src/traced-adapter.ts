@@ -56,6 +56,13 @@ class TracingAdapter<P, C> {
     return (error) => retryable.call(inner, error);
   }
 
+  get classifyAgainstPrimary(): Adapter<P, C>['classifyAgainstPrimary'] {
+    const inner = this.inner;
+    const classify = inner.classifyAgainstPrimary;
+    if (!classify) return undefined;
+    return (primary, required) => classify.call(inner, primary, required);
+  }
+
   async read<T>(
     target: string,
     fn: (connection: C) => Promise<T>,

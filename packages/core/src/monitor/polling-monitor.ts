@@ -147,16 +147,22 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     if (!slot) return;
     const current = slot.state.applied;
     if (current !== undefined && this.codec.compare(current, applied) !== 'behind') return;
-    this.update(slot, { ...slot.state, applied });
+    // Merge, not replace: a set-shaped position (a GTID set) from one read or wait can be new
+    // and still lack what the view already held.
+    const next = current === undefined ? applied : this.codec.merge(current, applied);
+    this.update(slot, { ...slot.state, applied: next });
   }
 
   observePrimary(position: P): void {
+    let next = position;
     if (this.primary !== undefined) {
       const relation = this.codec.compare(this.primary, position);
       if (relation === 'covered') return;
+      // A write's position may be one GTID: merging keeps the rest of the primary's set.
+      next = this.codec.merge(this.primary, position);
     }
-    this.primary = position;
-    this.events.emit('primary', position);
+    this.primary = next;
+    this.events.emit('primary', next);
   }
 
   reportFailure(id: string, error: unknown): void {

@@ -8,6 +8,8 @@ export const targets: Record<string, () => Promise<AnyConformanceTarget>> = {
   pg15: async () => (await import('./pg.js')).pgTarget('pg15'),
   pg18: async () => (await import('./pg.js')).pgTarget('pg18'),
   pg19: async () => (await import('./pg.js')).pgTarget('pg19'),
+  mysql97: async () => (await import('./mysql.js')).mysqlTarget(),
+  mariadb1011: async () => (await import('./mysql.js')).mariadbTarget(),
 };
 
 /** Target names as the suite reads them from TIDEMARK_TARGETS. */

@@ -1,0 +1,146 @@
+import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
+import {
+  createMysqlAdapter,
+  type GtidSet,
+  type MariadbGtidPosition,
+  type MysqlAdapter,
+  type MysqlAdapterOptions,
+} from '../../src/index.js';
+
+/** The cluster targets this package is proven against (local harness names). */
+export const MYSQL_TARGETS = ['mysql97', 'mariadb1011'] as const;
+export type MysqlTarget = (typeof MYSQL_TARGETS)[number];
+
+/**
+ * Targets to run: env TIDEMARK_TARGETS (comma separated; other databases' targets are ignored),
+ * default both. A requested target whose cluster cannot start FAILS its suite with the harness's
+ * reason (startCluster throws in beforeAll); it is never skipped.
+ */
+export function mysqlTargets(): MysqlTarget[] {
+  const text = process.env['TIDEMARK_TARGETS'];
+  const requested =
+    text === undefined || text.trim() === ''
+      ? [...MYSQL_TARGETS]
+      : text
+          .split(',')
+          .map((target) => target.trim())
+          .filter((target) => target !== '');
+  const targets = requested.filter((target): target is MysqlTarget =>
+    (MYSQL_TARGETS as readonly string[]).includes(target),
+  );
+  if (targets.length === 0) {
+    console.warn(
+      `\n*** @tidemark/mysql integration tests SKIPPED: TIDEMARK_TARGETS=${JSON.stringify(text)} names no MySQL/MariaDB target (${MYSQL_TARGETS.join(', ')}). ***\n`,
+    );
+  }
+  return targets;
+}
+
+export function flavourOf(target: MysqlTarget): 'mysql' | 'mariadb' {
+  return target === 'mysql97' ? 'mysql' : 'mariadb';
+}
+
+export async function startMysqlCluster(target: MysqlTarget, replicas = 2): Promise<Cluster> {
+  return startCluster(target, { replicas });
+}
+
+/** Either adapter, typed loosely enough for tests that run against both flavours. */
+export type AnyMysqlAdapter = MysqlAdapter<GtidSet> | MysqlAdapter<MariadbGtidPosition>;
+// biome-ignore lint/suspicious/noExplicitAny: tests drive both position types through one API.
+export type LooseAdapter = MysqlAdapter<any>;
+
+export function adapterFor(
+  cluster: Cluster,
+  target: MysqlTarget,
+  options: Partial<Omit<MysqlAdapterOptions, 'flavour'>> = {},
+): LooseAdapter {
+  const replicas: Record<string, string> = {};
+  for (const node of cluster.replicas()) if (node.running) replicas[node.name] = node.url;
+  return createMysqlAdapter({
+    flavour: flavourOf(target),
+    primary: cluster.primary().url,
+    replicas,
+    poolSize: 4,
+    ...options,
+  });
+}
+
+/** A plain connection for checks that must not go through the adapter. */
+export async function connect(url: string): Promise<Connection> {
+  const connection = await mysql.createConnection(url);
+  connection.on('error', () => undefined);
+  return connection;
+}
+
+export async function withConnection<T>(
+  url: string,
+  fn: (connection: Connection) => Promise<T>,
+): Promise<T> {
+  const connection = await connect(url);
+  try {
+    return await fn(connection);
+  } finally {
+    await connection.end().catch(() => undefined);
+  }
+}
+
+export async function rows(connection: Connection, sql: string, values: unknown[] = []) {
+  const [result] = await connection.query<RowDataPacket[]>(sql, values);
+  return result;
+}
+
+/** Poll `check` until it returns a value other than undefined, or fail after `timeoutMs`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** An AbortSignal that never fires, for probe contexts. */
+export function noSignal(): AbortSignal {
+  return new AbortController().signal;
+}
+
+/** Wait until every running replica has applied the primary's current position. */
+export async function waitForReplicasToCatchUp(
+  cluster: Cluster,
+  adapter: LooseAdapter,
+): Promise<void> {
+  const primary = await adapter.probePrimary({ signal: noSignal() });
+  for (const replica of cluster.replicas().filter((node) => node.running)) {
+    if (!adapter.replicas.includes(replica.name)) continue;
+    await eventually(`${replica.name} to apply ${String(primary)}`, async () => {
+      const probe = await adapter.probe(replica.name, { signal: noSignal(), primary });
+      return adapter.codec.compare(probe.applied, primary) === 'covered' ? true : undefined;
+    });
+  }
+}
+
+/** Statements that differ between the flavours, for tests. */
+export function dialect(target: MysqlTarget) {
+  const mysqlFlavour = flavourOf(target) === 'mysql';
+  return {
+    stopApplier: mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE SQL_THREAD',
+    startApplier: mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE SQL_THREAD',
+    positionVariable: mysqlFlavour ? '@@global.gtid_executed' : '@@global.gtid_current_pos',
+  };
+}
