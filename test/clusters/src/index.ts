@@ -5,7 +5,9 @@ import { localProvider } from './providers/local/index.js';
 import { testcontainersProvider } from './providers/testcontainers.js';
 import type { Cluster, ClusterProvider, StartOptions } from './types.js';
 
-// The concrete local cluster, for tests that need its data directory (e.g. to find its processes).
+// The concrete local clusters, for tests that need their data directory (e.g. to find their
+// processes) or, for MySQL-family clusters, the harness's admin account (adminUrl).
+export { LocalMysqlCluster } from './providers/local/mysql.js';
 export { LocalPgCluster } from './providers/local/postgres.js';
 export type {
   Availability,
@@ -27,6 +29,9 @@ export const PROVIDERS: Record<ClusterProvider['name'], ClusterProvider> = {
 /** Targets the local provider knows, in the order tests run them by default. */
 export const DEFAULT_TARGETS = ['pg15', 'pg18', 'pg19'] as const;
 
+/** MySQL-family targets of the local provider: MySQL 9.7 (sid, in a chroot) and MariaDB 10.11 (bookworm). */
+export const MYSQL_TARGETS = ['mysql97', 'mariadb1011'] as const;
+
 export function getProvider(name: string): ClusterProvider {
   const provider = (PROVIDERS as Record<string, ClusterProvider | undefined>)[name];
   if (!provider) {
@@ -38,9 +43,10 @@ export function getProvider(name: string): ClusterProvider {
 }
 
 /**
- * Start a cluster for `target` ('pg15', 'pg18', 'pg19') with the provider named in
- * `options.provider`, else env TIDEMARK_PROVIDER, else 'local'. Throws an Error carrying the
- * reason when the provider cannot run the target here; callers should let that fail the test.
+ * Start a cluster for `target` ('pg15', 'pg18', 'pg19', 'mysql97', 'mariadb1011') with the
+ * provider named in `options.provider`, else env TIDEMARK_PROVIDER, else 'local'. Throws an Error
+ * carrying the reason when the provider cannot run the target here; callers should let that fail
+ * the test.
  */
 export async function startCluster(
   target: string,

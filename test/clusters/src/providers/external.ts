@@ -1,6 +1,11 @@
 // The 'external' provider: a cluster someone else runs (CI service containers, a staging set-up),
 // given by URL. We can only do what SQL can do; process control is not ours.
 
+import {
+  externalMysqlAvailability,
+  isMysqlFamilyTarget,
+  startExternalMysqlCluster,
+} from '../mysql/external.js';
 import * as sql from '../postgres/sql.js';
 import type {
   Availability,
@@ -115,15 +120,16 @@ export class ExternalProvider implements ClusterProvider {
   readonly name = 'external' as const;
 
   supports(target: string): boolean {
-    return majorOf(target) !== undefined;
+    return majorOf(target) !== undefined || isMysqlFamilyTarget(target);
   }
 
   async available(target: string): Promise<Availability> {
+    if (isMysqlFamilyTarget(target)) return externalMysqlAvailability(target);
     const major = majorOf(target);
     if (major === undefined)
       return {
         ok: false,
-        reason: `the external provider only knows PostgreSQL targets (pgNN), not '${target}'`,
+        reason: `the external provider knows PostgreSQL targets (pgNN) and mysql97, mariadb1011, not '${target}'`,
       };
     const urls = urlsFromEnv();
     if ('error' in urls) return { ok: false, reason: urls.error };
@@ -154,6 +160,7 @@ export class ExternalProvider implements ClusterProvider {
   }
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
+    if (isMysqlFamilyTarget(target)) return startExternalMysqlCluster(target, options);
     const urls = urlsFromEnv();
     if ('error' in urls) throw new Error(`external provider: ${urls.error}`);
     if (options.replicas !== undefined && options.replicas > urls.replicas.length) {

@@ -9,6 +9,7 @@
 // primary is initdb'd by our script (not the image's entrypoint, whose PGDATA differs between
 // image versions); replicas are seeded with pg_basebackup -R from n0.
 
+import { mysqlFamilyTarget } from '../mysql/targets.js';
 import * as sql from '../postgres/sql.js';
 import {
   type Availability,
@@ -180,7 +181,7 @@ export class TestcontainersProvider implements ClusterProvider {
   readonly name = 'testcontainers' as const;
 
   supports(target: string): boolean {
-    return Object.hasOwn(MAJORS, target);
+    return Object.hasOwn(MAJORS, target) || mysqlFamilyTarget(target) !== undefined;
   }
 
   async available(target: string): Promise<Availability> {
@@ -189,13 +190,22 @@ export class TestcontainersProvider implements ClusterProvider {
       const tc = await import('testcontainers');
       // Rejects within milliseconds when there is no engine.
       await tc.getContainerRuntimeClient();
-      return { ok: true };
     } catch (err) {
       return { ok: false, reason: `no container runtime: ${(err as Error).message}` };
     }
+    if (mysqlFamilyTarget(target)) {
+      // Known, so the answer says what to use instead of "unknown target".
+      return {
+        ok: false,
+        reason: `${target} has no container cluster yet (none could be tested without a container engine); use the 'local' provider, or 'external' with TIDEMARK_MYSQL_PRIMARY_URL and TIDEMARK_MYSQL_REPLICA_URLS`,
+      };
+    }
+    return { ok: true };
   }
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
+    if (mysqlFamilyTarget(target))
+      throw new Error(`testcontainers provider: no ${target} clusters`);
     const { GenericContainer, Network, Wait } = await import('testcontainers');
     const replicas = options.replicas ?? DEFAULT_REPLICAS;
     const image = imageFor(target);

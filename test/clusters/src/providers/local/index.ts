@@ -8,6 +8,8 @@ import {
   DEFAULT_REPLICAS,
   type StartOptions,
 } from '../../types.js';
+import { LocalMysqlCluster } from './mysql.js';
+import { MYSQL_DISTRIBUTIONS } from './mysql-targets.js';
 import { PG_DISTRIBUTIONS } from './pg-targets.js';
 import { LocalPgCluster } from './postgres.js';
 
@@ -15,15 +17,15 @@ export class LocalProvider implements ClusterProvider {
   readonly name = 'local' as const;
 
   targets(): string[] {
-    return Object.keys(PG_DISTRIBUTIONS);
+    return [...Object.keys(PG_DISTRIBUTIONS), ...Object.keys(MYSQL_DISTRIBUTIONS)];
   }
 
   supports(target: string): boolean {
-    return Object.hasOwn(PG_DISTRIBUTIONS, target);
+    return Object.hasOwn(PG_DISTRIBUTIONS, target) || Object.hasOwn(MYSQL_DISTRIBUTIONS, target);
   }
 
   async available(target: string): Promise<Availability> {
-    const dist = PG_DISTRIBUTIONS[target];
+    const dist = PG_DISTRIBUTIONS[target] ?? MYSQL_DISTRIBUTIONS[target];
     if (!dist)
       return {
         ok: false,
@@ -34,6 +36,13 @@ export class LocalProvider implements ClusterProvider {
   }
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
+    const mysqlDist = MYSQL_DISTRIBUTIONS[target];
+    if (mysqlDist) {
+      return LocalMysqlCluster.start(
+        await mysqlDist.prepare(),
+        options.replicas ?? DEFAULT_REPLICAS,
+      );
+    }
     const dist = PG_DISTRIBUTIONS[target];
     if (!dist) throw new Error(`the local provider does not support target '${target}'`);
     const bins = await dist.prepare((runtime) => runtime.ensureUser('postgres'));
