@@ -4,56 +4,100 @@
  * (its parser merges a comma-joined text, which GTID_SUBTRACT(text, '') prints canonically), our
  * canonical text with the server's, and our strict parser's verdicts with the server's.
  *
- * Needs TIDEMARK_MYSQL_URL (for example mysql://root@127.0.0.1:13306/), any MySQL 8.0+ server;
- * tagged GTIDs are included when the server is 8.3 or newer. The GTID functions are pure: the test
- * changes nothing on the server. Without the variable every test here is skipped, loudly.
+ * The server: TIDEMARK_MYSQL_URL if set (any MySQL 8.0+; tagged GTIDs are included when it is 8.3
+ * or newer), else a source-only MySQL 9.7 started through @tidemark/test-clusters and torn down
+ * after. If TIDEMARK_TARGETS is set without mysql97 the file is skipped, loudly; if mysql97 cannot
+ * start, it fails. The GTID functions are pure: the test changes nothing on the server.
+ * TIDEMARK_DIFFERENTIAL_RUNS sets the cases per property (default 300).
  */
 import fc from 'fast-check';
 import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GtidSet } from '../src/index.js';
 import { messyText, type RawRange, smallRanges, toSet, wideRanges } from './support/arbitraries.js';
+import {
+  type DifferentialServer,
+  differentialPlan,
+  openDifferentialServer,
+  skipBanner,
+} from './support/differential-server.js';
 
-const url = process.env.TIDEMARK_MYSQL_URL;
-const RUNS = Number(process.env.TIDEMARK_DIFFERENTIAL_RUNS ?? 300);
+const plan = differentialPlan();
+const RUNS = runsFromEnv(process.env['TIDEMARK_DIFFERENTIAL_RUNS']);
 
-if (!url) {
-  const banner = '!'.repeat(100);
-  console.warn(
-    `\n${banner}\nSKIPPED: test/differential.test.ts did NOT run. TIDEMARK_MYSQL_URL is not set, so the GTID set\nalgebra was not compared with a real MySQL server (GTID_SUBSET / GTID_SUBTRACT). Set it to a MySQL\n8.0+ server, e.g. TIDEMARK_MYSQL_URL=mysql://root@127.0.0.1:13306/ pnpm --filter @tidemark/mysql test\n${banner}\n`,
-  );
+/** Cases per property; a typo must not turn into NaN runs (fast-check would then run none). */
+function runsFromEnv(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return 300;
+  const runs = Number(text);
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new Error(
+      `TIDEMARK_DIFFERENTIAL_RUNS must be a positive integer, got ${JSON.stringify(text)}`,
+    );
+  }
+  return runs;
 }
 
-describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () => {
-  let connection: Connection;
+const skipped = plan.kind === 'skipped';
+if (plan.kind === 'skipped') console.warn(skipBanner(plan.reason));
+
+describe.skipIf(skipped)('differential: GtidSet against a real MySQL server', () => {
+  let mysqlServer: DifferentialServer | undefined;
+  let connection: Connection | undefined;
   let tagged = false;
+  /** Property cases compared with the server, per property; printed and checked against RUNS. */
+  const cases: Record<string, number> = {};
+  let serverQueries = 0;
   const verdicts = { bothAccept: 0, bothReject: 0, onlyServerAccepts: 0 };
   /** A few texts the server reads but the strict parser refuses, to show in the log. */
   const lenientExamples: string[] = [];
 
   beforeAll(async () => {
-    connection = await mysql.createConnection(url as string);
+    if (plan.kind === 'skipped') return; // describe.skipIf already skips; this narrows the type
+    mysqlServer = await openDifferentialServer(plan);
+    connection = await mysql.createConnection(mysqlServer.url);
     const [rows] = await connection.query<RowDataPacket[]>('SELECT VERSION() AS version');
     const version = String(rows[0]?.version);
     if (/mariadb/i.test(version)) {
       throw new Error(
-        `TIDEMARK_MYSQL_URL points at ${version}; MariaDB has no GTID sets. Point it at MySQL.`,
+        `${mysqlServer.origin} points at ${version}; MariaDB has no GTID sets. Point it at MySQL.`,
       );
     }
     const [major = 0, minor = 0] = version.split('.').map(Number);
     tagged = major > 8 || (major === 8 && minor >= 3);
-    console.info(`differential test against MySQL ${version}; tagged GTIDs: ${tagged}`);
+    console.info(
+      `differential test against MySQL ${version} from ${mysqlServer.origin}; tagged GTIDs: ${tagged}; ${RUNS} cases per property`,
+    );
   });
 
   afterAll(async () => {
+    const total = Object.values(cases).reduce((sum, n) => sum + n, 0);
+    console.info(
+      `differential cases compared with the server: ${total} in all (${serverQueries} server queries)`,
+      cases,
+    );
     console.info('parser verdicts on fuzzed text (ours vs server):', verdicts);
     console.info('examples only the server accepts:', lenientExamples);
-    await connection?.end();
+    try {
+      await connection?.end();
+    } finally {
+      await mysqlServer?.close();
+    }
   });
 
   async function scalar(sql: string, values: unknown[]): Promise<unknown> {
+    if (!connection) throw new Error('no server connection: beforeAll did not connect');
+    serverQueries++;
     const [rows] = await connection.query<RowDataPacket[]>(sql, values);
     return rows[0]?.result;
+  }
+
+  function countCase(property: string): void {
+    cases[property] = (cases[property] ?? 0) + 1;
+  }
+
+  /** fast-check ran the body RUNS times (more while shrinking): a property that ran none proves nothing. */
+  function expectEveryCaseRan(property: string): void {
+    expect(cases[property] ?? 0).toBeGreaterThanOrEqual(RUNS);
   }
 
   /** GTID_SUBTRACT(text, ''): the server's canonical text of whatever it parsed. */
@@ -71,6 +115,7 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
   it('isSubsetOf agrees with GTID_SUBSET', async () => {
     await fc.assert(
       fc.asyncProperty(ranges(), ranges(), fc.boolean(), async (ra, rb, nest) => {
+        countCase('subset');
         const a = toSet(ra);
         // Half the time make a a genuine subset, so both answers are exercised.
         const b = nest ? toSet(rb).union(a) : toSet(rb);
@@ -79,11 +124,13 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
       }),
       { numRuns: RUNS },
     );
+    expectEveryCaseRan('subset');
   });
 
   it('subtract agrees with GTID_SUBTRACT, text for text', async () => {
     await fc.assert(
       fc.asyncProperty(ranges(), ranges(), async (ra, rb) => {
+        countCase('subtract');
         const a = toSet(ra);
         const b = toSet(rb);
         const server = await scalar('SELECT GTID_SUBTRACT(?, ?) AS result', [
@@ -94,11 +141,13 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
       }),
       { numRuns: RUNS },
     );
+    expectEveryCaseRan('subtract');
   });
 
   it('union and intersection agree with the server', async () => {
     await fc.assert(
       fc.asyncProperty(ranges(), ranges(), async (ra, rb) => {
+        countCase('unionIntersection');
         const a = toSet(ra);
         const b = toSet(rb);
         // The manual's union: the two texts joined by a comma; the server merges while parsing.
@@ -111,18 +160,21 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
       }),
       { numRuns: RUNS },
     );
+    expectEveryCaseRan('unionIntersection');
   });
 
   it('our canonical text is the server canonical text for messy input', async () => {
     const withText = ranges().chain((list) => messyText(list).map((text) => ({ list, text })));
     await fc.assert(
       fc.asyncProperty(withText, async ({ list, text }) => {
+        countCase('canonical');
         const ours = GtidSet.parse(text).format();
         expect(ours).toBe(toSet(list).format());
         expect(await serverCanonical(text)).toBe(ours);
       }),
       { numRuns: RUNS },
     );
+    expectEveryCaseRan('canonical');
   });
 
   it('the strict parser never accepts what the server rejects, and reads the same set', async () => {
@@ -144,6 +196,7 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
     );
     await fc.assert(
       fc.asyncProperty(sample, async (text) => {
+        countCase('parser');
         let ours: string | undefined;
         try {
           ours = GtidSet.parse(text).format();
@@ -168,9 +221,11 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
       }),
       { numRuns: RUNS },
     );
+    expectEveryCaseRan('parser');
   });
 
   it('agrees on the largest transaction number', async () => {
+    countCase('largestGno');
     const uuid = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
     const largest = `${uuid}:9223372036854775806`;
     expect(await serverCanonical(largest)).toBe(GtidSet.parse(largest).format());
@@ -180,6 +235,10 @@ describe.skipIf(!url)('differential: GtidSet against a real MySQL server', () =>
   });
 });
 
-describe.skipIf(Boolean(url))('differential: skipped', () => {
-  it.skip('SKIPPED: set TIDEMARK_MYSQL_URL to compare GtidSet with a real MySQL server', () => {});
-});
+// Declared only when skipped, so a run that compared nothing shows a skip in the counts and a run
+// that did compare shows none.
+if (plan.kind === 'skipped') {
+  describe('differential: skipped', () => {
+    it.skip(`SKIPPED: ${plan.reason}; GtidSet was NOT compared with MySQL`, () => {});
+  });
+}
