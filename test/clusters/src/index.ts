@@ -64,3 +64,4 @@ export async function startCluster(
   const { provider: _ignored, ...startOptions } = options;
   return provider.start(target, startOptions);
 }
+export * from './mongo-sim/index.js';

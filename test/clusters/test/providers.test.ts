@@ -72,6 +72,28 @@ describe('testcontainers provider', () => {
       /cannot start pg15 with the 'testcontainers' provider: no container runtime/,
     );
   });
+
+  it('reports a missing container engine quickly for the MySQL-family targets too', async () => {
+    await import('testcontainers');
+    for (const target of ['mysql97', 'mariadb1011']) {
+      expect(testcontainersProvider.supports(target)).toBe(true);
+      const t0 = performance.now();
+      const availability = await testcontainersProvider.available(target);
+      const ms = performance.now() - t0;
+      if (availability.ok) {
+        // A machine with an engine: this check has nothing to show; say so instead of passing quietly.
+        console.warn(
+          `SKIPPED: a container engine is available, so ${target} has no fast failure to check`,
+        );
+        return;
+      }
+      expect(availability.reason).toMatch(/no container runtime/);
+      expect(ms).toBeLessThan(5_000);
+      await expect(startCluster(target, { provider: 'testcontainers' })).rejects.toThrow(
+        `cannot start ${target} with the 'testcontainers' provider: no container runtime`,
+      );
+    }
+  });
 });
 
 describe('external provider (against a local pg15 cluster)', () => {

@@ -1,0 +1,329 @@
+import {
+  type Adapter,
+  PRIMARY,
+  type ProbeContext,
+  type ProbeResult,
+  type ReadContext,
+  type ReadOutcome,
+  TidemarkError,
+  type WaitOutcome,
+  type WriteOutcome,
+} from '@tidemark/core';
+import {
+  BSON,
+  type ClientSession,
+  type ClusterTime,
+  type Db,
+  MongoClient,
+  type MongoClientOptions,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from 'mongodb';
+import { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
+import { directMemberUri } from './member-uri.js';
+import { type MongoPosition, type MongoTime, mongoPositionCodec } from './position.js';
+
+/** What read and write callbacks receive. Pass `{ session }` to every operation. */
+export interface MongoConnection {
+  readonly client: MongoClient;
+  readonly db: Db;
+  /** Causally consistent session whose operationTime becomes the position. */
+  readonly session: ClientSession;
+}
+
+export interface MongoAdapterOptions {
+  /** Replica-set URI (`mongodb://h1,h2,h3/?replicaSet=rs`); writes and primary reads use it. */
+  uri: string;
+  /** Database handed to callbacks as `connection.db`. */
+  database: string;
+  /** Replica id -> `host:port` of that member. Reads routed there use a direct connection. */
+  replicas: Readonly<Record<string, string>>;
+  clientOptions?: MongoClientOptions;
+  /**
+   * Accept a write concern other than `majority`. You lose: an acknowledged write may be rolled
+   * back after a failover, and tokens then name writes that no longer exist.
+   */
+  allowNonMajorityWrites?: boolean;
+  /**
+   * Read concern of routed reads and waits. `majority` (default) only sees majority-committed
+   * data, so probes use each member's `majorityOpTime`; `local` uses `opTime`.
+   */
+  readConcernLevel?: 'majority' | 'local';
+  /** Collection the bounded wait queries (it may not exist). Default `tidemark_wait`. */
+  waitCollection?: string;
+  /**
+   * Answer probes from the driver's own heartbeats (`hello` replies carry lastWrite) when the
+   * newest one is at most this old, so the monitor costs no extra round trips. The driver polls
+   * every `heartbeatFrequencyMS` (default 10 s, minimum 500 ms): set it below this age to benefit.
+   * Default 1000 ms; 0 always probes over the network.
+   */
+  heartbeatMaxAgeMs?: number;
+}
+
+/** How the adapter's probes were answered since it started. */
+export interface MongoAdapterStats {
+  /** Probes answered from a driver heartbeat: no round trip. */
+  readonly probesFromHeartbeats: number;
+  /** Probes that sent their own `hello`. */
+  readonly probesOverNetwork: number;
+}
+
+/** Server error codes that mean "this member cannot serve now", worth one retry elsewhere. */
+const RETRYABLE_CODES = new Set([6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436]);
+const MAX_TIME_EXPIRED = 50;
+
+interface HelloLastWrite {
+  opTime?: { ts?: BSON.Timestamp; t?: number | BSON.Long };
+  majorityOpTime?: { ts?: BSON.Timestamp; t?: number | BSON.Long };
+}
+
+/**
+ * Tidemark adapter for a MongoDB replica set: positions are operationTimes (with term and
+ * signed cluster time), captured from the write's own reply; reads go to the member the router
+ * chose over a direct connection; bounded waits use afterClusterTime with maxTimeMS.
+ */
+export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
+  readonly codec = mongoPositionCodec;
+  readonly replicas: readonly string[];
+  private readonly primaryClient: MongoClient;
+  private readonly memberClients = new Map<string, MongoClient>();
+  private readonly database: string;
+  private readonly readConcernLevel: 'majority' | 'local';
+  private readonly waitCollection: string;
+  /** Newest term seen in a primary probe; writes report it because their reply has none. */
+  private knownTerm = 0;
+  private readonly heartbeatMaxAgeMs: number;
+  /** Latest heartbeat position per replica id, with the time it arrived. */
+  private readonly heartbeats = new Map<string, { position: MongoPosition; at: number }>();
+  private probesFromHeartbeats = 0;
+  private probesOverNetwork = 0;
+
+  constructor(options: MongoAdapterOptions) {
+    this.database = options.database;
+    this.readConcernLevel = options.readConcernLevel ?? 'majority';
+    this.waitCollection = options.waitCollection ?? 'tidemark_wait';
+    this.primaryClient = new MongoClient(options.uri, options.clientOptions);
+    const w = this.primaryClient.options.writeConcern?.w;
+    if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
+      throw new MajorityWriteConcernRequiredError(w);
+    }
+    this.heartbeatMaxAgeMs = options.heartbeatMaxAgeMs ?? 1000;
+    this.replicas = Object.keys(options.replicas);
+    const hostToId = new Map(
+      Object.entries(options.replicas).map(([id, host]) => [host.toLowerCase(), id]),
+    );
+    for (const [id, host] of Object.entries(options.replicas)) {
+      const { replicaSet: _ignored, ...memberOptions } = options.clientOptions ?? {};
+      this.memberClients.set(
+        id,
+        new MongoClient(directMemberUri(options.uri, host), {
+          ...memberOptions,
+          directConnection: true,
+          readConcern: { level: this.readConcernLevel },
+        }),
+      );
+    }
+    if (this.heartbeatMaxAgeMs > 0) {
+      for (const client of [this.primaryClient, ...this.memberClients.values()]) {
+        this.listenToHeartbeats(client, hostToId);
+      }
+    }
+  }
+
+  /** How probes were answered so far (heartbeat cache versus own round trips). */
+  stats(): MongoAdapterStats {
+    return {
+      probesFromHeartbeats: this.probesFromHeartbeats,
+      probesOverNetwork: this.probesOverNetwork,
+    };
+  }
+
+  async read<T>(
+    target: string,
+    fn: (connection: MongoConnection) => Promise<T>,
+    _context: ReadContext,
+  ): Promise<ReadOutcome<T, MongoPosition>> {
+    const client = this.client(target);
+    const session = client.startSession({ causalConsistency: true });
+    try {
+      const value = await fn({ client, db: client.db(this.database), session });
+      const observed = this.positionOf(session, 0);
+      return observed === undefined ? { value } : { value, observed };
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  async write<T>(
+    fn: (connection: MongoConnection) => Promise<T>,
+  ): Promise<WriteOutcome<T, MongoPosition>> {
+    const client = this.primaryClient;
+    const session = client.startSession({ causalConsistency: true });
+    try {
+      const value = await fn({ client, db: client.db(this.database), session });
+      // The write's own reply set operationTime on the session: no extra round trip.
+      const position = this.positionOf(session, this.knownTerm);
+      if (position === undefined) {
+        throw new TidemarkError(
+          MongoErrorCode.NoOperationTime,
+          'The write callback ran no operation in its session, so there is no position to capture. Pass { session: connection.session } to every operation.',
+        );
+      }
+      return { value, position };
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  async probe(
+    replicaId: string,
+    context: ProbeContext<MongoPosition>,
+  ): Promise<ProbeResult<MongoPosition>> {
+    const heartbeat = this.heartbeats.get(replicaId);
+    let applied: MongoPosition;
+    if (heartbeat && Date.now() - heartbeat.at <= this.heartbeatMaxAgeMs) {
+      // An older applied position only makes routing more careful (invariant 2), never staler.
+      this.probesFromHeartbeats++;
+      applied = heartbeat.position;
+    } else {
+      this.probesOverNetwork++;
+      applied = await this.helloPosition(this.client(replicaId));
+    }
+    const primary = context.primary;
+    return primary === undefined
+      ? { applied }
+      : { applied, lagSeconds: Math.max(0, primary.time.t - applied.time.t) };
+  }
+
+  async probePrimary(): Promise<MongoPosition> {
+    const position = await this.helloPosition(this.primaryClient);
+    this.knownTerm = Math.max(this.knownTerm, position.term);
+    return position;
+  }
+
+  /** Server-side wait: a find with afterClusterTime and maxTimeMS on the member itself. */
+  async waitFor(
+    replicaId: string,
+    position: MongoPosition,
+    timeoutMs: number,
+  ): Promise<WaitOutcome<MongoPosition>> {
+    const client = this.client(replicaId);
+    const session = client.startSession({ causalConsistency: false });
+    try {
+      // A token from another process names a time this client has not seen; a real server
+      // rejects afterClusterTime beyond the gossiped cluster time, so gossip the signed one.
+      if (position.clusterTime) session.advanceClusterTime(toClusterTime(position.clusterTime));
+      const reply = await client.db(this.database).command(
+        {
+          find: this.waitCollection,
+          filter: {},
+          limit: 1,
+          readConcern: {
+            level: this.readConcernLevel,
+            afterClusterTime: toTimestamp(position.time),
+          },
+          maxTimeMS: Math.max(1, Math.ceil(timeoutMs)),
+        },
+        { session },
+      );
+      const operationTime = reply.operationTime as BSON.Timestamp | undefined;
+      return operationTime
+        ? { outcome: 'reached', applied: { time: fromTimestamp(operationTime), term: 0 } }
+        : { outcome: 'reached' };
+    } catch (error) {
+      if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) {
+        return { outcome: 'timeout' };
+      }
+      throw error;
+    } finally {
+      await session.endSession();
+    }
+  }
+
+  isRetryable(error: unknown): boolean {
+    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError)
+      return true;
+    return error instanceof MongoServerError && RETRYABLE_CODES.has(Number(error.code));
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([
+      this.primaryClient.close(),
+      ...[...this.memberClients.values()].map((client) => client.close()),
+    ]);
+  }
+
+  private client(target: string): MongoClient {
+    if (target === PRIMARY) return this.primaryClient;
+    const client = this.memberClients.get(target);
+    if (!client) throw new Error(`@tidemark/mongodb: unknown replica id ${JSON.stringify(target)}`);
+    return client;
+  }
+
+  private listenToHeartbeats(client: MongoClient, hostToId: ReadonlyMap<string, string>): void {
+    client.on('serverHeartbeatSucceeded', (event) => {
+      const id = hostToId.get(event.connectionId.toLowerCase());
+      if (id === undefined) return;
+      try {
+        this.heartbeats.set(id, { position: this.positionFromHello(event.reply), at: Date.now() });
+      } catch {
+        this.heartbeats.delete(id);
+      }
+    });
+    client.on('serverHeartbeatFailed', (event) => {
+      const id = hostToId.get(event.connectionId.toLowerCase());
+      // A member that stopped answering must be probed for real, so it turns unreachable.
+      if (id !== undefined) this.heartbeats.delete(id);
+    });
+  }
+
+  private async helloPosition(client: MongoClient): Promise<MongoPosition> {
+    return this.positionFromHello(await client.db('admin').command({ hello: 1 }));
+  }
+
+  private positionFromHello(reply: Record<string, unknown>): MongoPosition {
+    const lastWrite = reply.lastWrite as HelloLastWrite | undefined;
+    const opTime =
+      this.readConcernLevel === 'majority' ? lastWrite?.majorityOpTime : lastWrite?.opTime;
+    if (!opTime?.ts) {
+      throw new Error('hello reply has no lastWrite optime: is this member part of a replica set?');
+    }
+    return { time: fromTimestamp(opTime.ts), term: Number(opTime.t ?? 0) };
+  }
+
+  private positionOf(session: ClientSession, term: number): MongoPosition | undefined {
+    const operationTime = session.operationTime;
+    if (!operationTime) return undefined;
+    const clusterTime = session.clusterTime;
+    const signature = clusterTime?.signature;
+    const position: MongoPosition = { time: fromTimestamp(operationTime), term };
+    if (!clusterTime || !signature) return position;
+    return {
+      ...position,
+      clusterTime: {
+        time: fromTimestamp(clusterTime.clusterTime),
+        keyId: BigInt(signature.keyId.toString()).toString(),
+        hash: Buffer.from(signature.hash.buffer).toString('base64url'),
+      },
+    };
+  }
+}
+
+function fromTimestamp(ts: BSON.Timestamp): MongoTime {
+  return { t: ts.t, i: ts.i };
+}
+
+function toTimestamp(time: MongoTime): BSON.Timestamp {
+  return new BSON.Timestamp({ t: time.t, i: time.i });
+}
+
+function toClusterTime(signed: NonNullable<MongoPosition['clusterTime']>): ClusterTime {
+  return {
+    clusterTime: toTimestamp(signed.time),
+    signature: {
+      hash: new BSON.Binary(Buffer.from(signed.hash, 'base64url'), 0),
+      keyId: BSON.Long.fromBigInt(BigInt(signed.keyId)),
+    },
+  };
+}

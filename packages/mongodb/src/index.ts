@@ -1,0 +1,15 @@
+export {
+  MongoAdapter,
+  type MongoAdapterOptions,
+  type MongoAdapterStats,
+  type MongoConnection,
+} from './adapter.js';
+export { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
+export { directMemberUri } from './member-uri.js';
+export {
+  compareTimes,
+  type MongoPosition,
+  type MongoTime,
+  mongoPositionCodec,
+  type SignedClusterTime,
+} from './position.js';
