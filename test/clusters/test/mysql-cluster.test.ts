@@ -12,7 +12,6 @@ import {
   type LocalMysqlCluster,
   MYSQL_TARGETS,
   startCluster,
-  testcontainersProvider,
 } from '../src/index.js';
 import { mariadbBeyond, parseMariadbPosition } from '../src/mysql/mariadb-gtid.js';
 import { isAlive, processesUnder, waitFor } from './helpers.js';
@@ -439,40 +438,5 @@ describe.each(TARGETS)('external provider with %s (against a local cluster)', (t
     }
     await cluster.teardown();
     expect(await backing.exec('n0', 'SELECT 1 AS one')).toEqual([{ one: 1 }]);
-  });
-});
-
-describe('testcontainers provider and MySQL-family targets', () => {
-  it('answers quickly, with the reason, that it cannot start them here', async () => {
-    await import('testcontainers');
-    for (const target of MYSQL_TARGETS) {
-      expect(testcontainersProvider.supports(target)).toBe(true);
-      const t0 = performance.now();
-      const availability = await testcontainersProvider.available(target);
-      expect(performance.now() - t0).toBeLessThan(5_000);
-      expect(availability.ok).toBe(false);
-      if (!availability.ok) {
-        expect(availability.reason).toMatch(/no container runtime|has no container cluster yet/);
-      }
-      await expect(startCluster(target, { provider: 'testcontainers' })).rejects.toThrow(
-        `cannot start ${target} with the 'testcontainers' provider`,
-      );
-    }
-  });
-});
-
-describe('MariaDB positions (harness helper)', () => {
-  it('parses domain-server-seq lists and tells which GTIDs are beyond a set of positions', () => {
-    expect(parseMariadbPosition('0-1-9,1-2-4')).toEqual(
-      new Map([
-        [0, 9n],
-        [1, 4n],
-      ]),
-    );
-    expect(parseMariadbPosition('')).toEqual(new Map());
-    expect(() => parseMariadbPosition('0-1')).toThrow(/not a MariaDB GTID position/);
-    expect(mariadbBeyond(['0-1-9'], '0-2-9')).toEqual([]);
-    expect(mariadbBeyond(['0-1-9', '1-1-2'], '0-1-10,1-3-2')).toEqual(['0-1-10']);
-    expect(mariadbBeyond([''], '5-1-1')).toEqual(['5-1-1']);
   });
 });
