@@ -13,7 +13,7 @@ import {
   MYSQL_TARGETS,
   startCluster,
 } from '../src/index.js';
-import { mariadbBeyond, parseMariadbPosition } from '../src/mysql/mariadb-gtid.js';
+import { parseMariadbPosition } from '../src/mysql/mariadb-gtid.js';
 import { isAlive, processesUnder, waitFor } from './helpers.js';
 
 const PG_TARGETS: readonly string[] = DEFAULT_TARGETS;

@@ -3,8 +3,8 @@
 // statement returned. Nothing here knows about replication.
 
 import mysql, { type FieldPacket, type QueryResult } from 'mysql2/promise';
+import { pollUntilAccepting, redact, type WaitOptions } from '../accepting.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A row as mysql2 returns it: column name to value. */
 export type Row = Record<string, unknown>;
@@ -56,36 +56,9 @@ export async function scalar(url: string, sql: string): Promise<string> {
   return value === null || value === undefined ? '' : String(value);
 }
 
-export interface WaitOptions {
-  timeoutMs?: number;
-  /** Stop waiting early when the server process is known to be gone. */
-  alive?: () => boolean;
-  /** Extra context for the error (e.g. the tail of the server log). */
-  context?: () => string;
-}
-
 /** Poll until the server accepts a connection and answers a query. */
-export async function waitUntilAccepting(url: string, options: WaitOptions = {}): Promise<void> {
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  let lastError = 'no attempt';
-  while (Date.now() < deadline) {
-    if (options.alive && !options.alive()) {
-      throw new Error(
-        `server exited during start-up${options.context ? `:\n${options.context()}` : ''}`,
-      );
-    }
-    try {
-      await query(url, 'SELECT 1', 2_000);
-      return;
-    } catch (err) {
-      lastError = (err as Error).message;
-    }
-    await sleep(50);
-  }
-  throw new Error(
-    `server at ${redact(url)} did not accept connections in time (last error: ${lastError})` +
-      (options.context ? `\n${options.context()}` : ''),
-  );
+export function waitUntilAccepting(url: string, options: WaitOptions = {}): Promise<void> {
+  return pollUntilAccepting(url, (u) => query(u, 'SELECT 1', 2_000), options);
 }
 
 /** Quote a value as an SQL string literal (for statements that take no placeholders). */
@@ -93,13 +66,4 @@ export function literal(value: string): string {
   return `'${value.replace(/\\/g, '\\\\').replace(/'/g, "''")}'`;
 }
 
-/** A URL without its password, for messages. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<unparseable url>';
-  }
-}
+export { redact, type WaitOptions };

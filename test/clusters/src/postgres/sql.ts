@@ -2,6 +2,7 @@
 // lived connection per call, so a node that was killed and restarted needs no pool repair.
 
 import pg from 'pg';
+import { pollUntilAccepting, redact, type WaitOptions } from '../accepting.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -34,36 +35,9 @@ export async function queryOne<T>(url: string, sql: string): Promise<T> {
   return rows[0] as T;
 }
 
-export interface WaitOptions {
-  timeoutMs?: number;
-  /** Stop waiting early when the server process is known to be gone. */
-  alive?: () => boolean;
-  /** Extra context for the timeout error (e.g. the tail of the server log). */
-  context?: () => string;
-}
-
 /** Poll until the server accepts a connection and answers a query (a hot standby counts). */
-export async function waitUntilAccepting(url: string, options: WaitOptions = {}): Promise<void> {
-  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
-  let lastError = 'no attempt';
-  while (Date.now() < deadline) {
-    if (options.alive && !options.alive()) {
-      throw new Error(
-        `server exited during start-up${options.context ? `:\n${options.context()}` : ''}`,
-      );
-    }
-    try {
-      await query(url, 'SELECT 1', 2_000);
-      return;
-    } catch (err) {
-      lastError = (err as Error).message;
-    }
-    await sleep(50);
-  }
-  throw new Error(
-    `server at ${redact(url)} did not accept connections in time (last error: ${lastError})` +
-      (options.context ? `\n${options.context()}` : ''),
-  );
+export function waitUntilAccepting(url: string, options: WaitOptions = {}): Promise<void> {
+  return pollUntilAccepting(url, (u) => query(u, 'SELECT 1', 2_000), options);
 }
 
 /** Pause WAL replay on a replica and wait until the startup process has actually paused. */
@@ -170,13 +144,4 @@ export async function promote(url: string): Promise<void> {
   if (!ok) throw new Error(`pg_promote did not finish within 60 s on ${redact(url)}`);
 }
 
-/** A URL without its password, for messages. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '<unparseable url>';
-  }
-}
+export { redact, type WaitOptions };
