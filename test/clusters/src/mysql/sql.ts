@@ -5,7 +5,6 @@
 import mysql, { type FieldPacket, type QueryResult } from 'mysql2/promise';
 import { pollUntilAccepting, redact, type WaitOptions } from '../accepting.js';
 
-
 /** A row as mysql2 returns it: column name to value. */
 export type Row = Record<string, unknown>;
 
