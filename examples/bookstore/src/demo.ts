@@ -1,11 +1,4 @@
-import {
-  connectExternalCluster,
-  type DemoCluster,
-  dropDemoSchema,
-  resetOrders,
-  startEmbeddedCluster,
-  waitForReplicaCatchUp,
-} from './cluster.js';
+import { type Database, type DemoCluster, withDatabase } from './databases/index.js';
 import { LIST_LENGTH } from './ledger.js';
 import type { DemoOptions, ScenarioName, StrategyName } from './options.js';
 import { formatJson, formatLine, formatSummary } from './report.js';
@@ -26,9 +19,17 @@ export interface DemoIo {
 
 /**
  * Run every selected strategy in every selected scenario on a fresh `orders` table each time,
- * and print one result per run. Returns the results in run order.
+ * on the database of `options.db`, and print one result per run. Returns the results in run order.
  */
-export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResult[]> {
+export function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResult[]> {
+  return withDatabase(options.db, (database) => runDemoOn(database, options, io));
+}
+
+async function runDemoOn<C>(
+  database: Database<C>,
+  options: DemoOptions,
+  io: DemoIo,
+): Promise<RunResult[]> {
   const human = !options.json;
   const say = (line = '') => {
     if (human) io.out(line);
@@ -37,14 +38,13 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResu
 
   say('Tidemark Bookstore demo: read your own orders from a replica, four ways');
   const clusterStarted = performance.now();
-  io.log(
-    options.external
-      ? 'connecting to your cluster...'
-      : 'starting embedded PostgreSQL (primary + 1 replica)...',
-  );
+  io.log(options.external ? 'connecting to your cluster...' : database.texts.starting);
   const cluster = options.external
-    ? await connectExternalCluster(options.external.primaryUrl, options.external.replicaUrl)
-    : await startEmbeddedCluster();
+    ? await database.connectExternalCluster(
+        options.external.primaryUrl,
+        options.external.replicaUrl,
+      )
+    : await database.startLocalCluster();
   io.onCluster?.(cluster);
   const results: RunResult[] = [];
   try {
@@ -54,13 +54,13 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResu
       `  workload    ${options.customers} customers; per order the customer writes it, then the customer and ${options.otherReaders} other customers read their latest ${LIST_LENGTH} orders (seed ${options.seed})`,
     );
     for (const scenario of options.scenarios) {
-      say(`  ${scenario.padEnd(11)} ${describeScenario(scenario, options)}`);
+      say(`  ${scenario.padEnd(11)} ${describeScenario(scenario, options, database)}`);
     }
     const plannedReads = options.scenarios
       .map((scenario) => `${scenario} ${readsOf(scenario, options)}`)
       .join(', ');
     for (const name of options.strategies) {
-      say(`  ${name.padEnd(11)} ${describeStrategy(name, tidemark, plannedReads)}`);
+      say(`  ${name.padEnd(11)} ${describeStrategy(name, database, tidemark, plannedReads)}`);
     }
     say(
       "  missing_in_list = reads whose list lacks one of the reader's own acknowledged orders that belongs in their latest 20",
@@ -70,7 +70,7 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResu
     for (const scenario of options.scenarios) {
       for (const name of options.strategies) {
         io.log(`running ${scenario}/${name}...`);
-        const result = await runOne(cluster, scenario, name, options, io);
+        const result = await runOne(database, cluster, scenario, name, options, io);
         results.push(result);
         io.out(options.json ? formatJson(result) : formatLine(result));
       }
@@ -80,12 +80,13 @@ export async function runDemo(options: DemoOptions, io: DemoIo): Promise<RunResu
     return results;
   } finally {
     // Leave a user's own cluster as it was; the embedded one is deleted anyway.
-    if (options.external) await dropDemoSchema(cluster).catch(() => undefined);
+    if (options.external) await cluster.dropDemoData().catch(() => undefined);
     await cluster.close();
   }
 }
 
-async function runOne(
+async function runOne<C>(
+  database: Database<C>,
   cluster: DemoCluster,
   scenario: ScenarioName,
   name: StrategyName,
@@ -93,13 +94,14 @@ async function runOne(
   io: DemoIo,
 ): Promise<RunResult> {
   const orders = ordersOf(scenario, options);
-  await resetOrders(cluster);
+  await cluster.resetOrders();
   const paused = scenario === 'paused';
   if (paused) await cluster.pauseReplay();
   try {
     // Built after the pause, so a strategy's monitor starts from the replica's real state.
     const strategy = await createStrategy(
       name,
+      database,
       {
         primaryUrl: cluster.primaryUrl,
         replicaUrl: cluster.replicaUrl,
@@ -108,7 +110,8 @@ async function runOne(
       options.tidemark,
     );
     try {
-      return await runWorkload(strategy, {
+      return await runWorkload(strategy, database.orders, {
+        db: database.name,
         scenario,
         orders,
         customers: options.customers,
@@ -123,7 +126,7 @@ async function runOne(
   } finally {
     if (paused) {
       await cluster.resumeReplay();
-      await waitForReplicaCatchUp(cluster);
+      await cluster.waitForReplicaCatchUp();
     }
   }
 }
@@ -136,8 +139,12 @@ function readsOf(scenario: ScenarioName, options: DemoOptions): number {
   return ordersOf(scenario, options) * (1 + options.otherReaders);
 }
 
-function describeScenario(scenario: ScenarioName, options: DemoOptions): string {
+function describeScenario<C>(
+  scenario: ScenarioName,
+  options: DemoOptions,
+  database: Database<C>,
+): string {
   return scenario === 'idle'
     ? `${options.orders} orders, replication running normally`
-    : `${options.pausedOrders} orders with replay paused on the replica for the whole run (resumed afterwards)`;
+    : `${options.pausedOrders} orders with ${database.texts.paused} for the whole run (resumed afterwards)`;
 }

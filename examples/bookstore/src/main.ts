@@ -1,4 +1,4 @@
-import type { DemoCluster } from './cluster.js';
+import type { DemoCluster } from './databases/index.js';
 import { runDemo } from './demo.js';
 import { DemoError } from './errors.js';
 import { parseOptions, USAGE } from './options.js';

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { DB_NAMES, type DbName } from './databases/types.js';
 import { DemoError, DemoErrorCode } from './errors.js';
 
 export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark'] as const;
@@ -9,6 +10,8 @@ export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Everything one demo invocation needs; built from the command line by {@link parseOptions}. */
 export interface DemoOptions {
+  /** Which database: `pg` (default, embedded PostgreSQL 18), `mysql` (9.7) or `mariadb` (10.11). */
+  readonly db: DbName;
   /** Orders in the `idle` scenario. */
   readonly orders: number;
   /** Orders in the `paused` scenario. */
@@ -18,7 +21,7 @@ export interface DemoOptions {
   readonly otherReaders: number;
   readonly scenarios: readonly ScenarioName[];
   readonly strategies: readonly StrategyName[];
-  /** Your own cluster instead of the embedded one; both or neither. */
+  /** Your own cluster instead of the local one; both or neither. */
   readonly external: { readonly primaryUrl: string; readonly replicaUrl: string } | undefined;
   readonly seed: number;
   readonly tidemark: {
@@ -40,14 +43,21 @@ for each order, the customer writes it, then the customer and four other custome
 latest 20 orders. Counts reads whose list lacks one of the reader's own acknowledged orders.
 
 Options:
+  --db D                 pg | mysql | mariadb (default pg). pg: embedded PostgreSQL 18;
+                         mysql / mariadb: the test harness's local MySQL 9.7 / MariaDB 10.11
+                         primary + 1 replica (install the servers first: sudo bash
+                         scripts/setup/mysql.sh)
   --orders N             orders in the idle scenario (default 1000)
   --paused-orders N      orders in the paused scenario (default 300)
   --customers N          number of customers (default 100)
   --scenario S           idle | paused | all (default all)
   --strategy A,B         any of naive,time-window,lab-router,tidemark (default all)
   --primary-url URL      run against your own primary ...
-  --replica-url URL      ... and its streaming replica (both required together). The paused
-                         scenario calls pg_wal_replay_pause() on the replica: superuser needed.
+  --replica-url URL      ... and its replica (both required together): postgres:// URLs with
+                         --db pg, mysql:// URLs with --db mysql or mariadb. The paused scenario
+                         pauses the replica: pg_wal_replay_pause() (superuser), or
+                         STOP REPLICA SQL_THREAD / STOP SLAVE SQL_THREAD (REPLICATION_SLAVE_ADMIN
+                         / REPLICATION SLAVE ADMIN, or SUPER).
   --seed N               workload seed (default 1)
   --wait-budget MS       tidemark: bounded wait per read (default 250)
   --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)
@@ -71,9 +81,13 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
   if ((primaryUrl === undefined) !== (replicaUrl === undefined)) {
     throw usageError('--primary-url and --replica-url go together: give both, or neither.');
   }
+  const db = database(values.db ?? 'pg');
+  if (primaryUrl !== undefined) checkScheme(db, '--primary-url', primaryUrl);
+  if (replicaUrl !== undefined) checkScheme(db, '--replica-url', replicaUrl);
   const customers = integer('--customers', values.customers, 100, 6);
   const burst = values['fallback-burst'];
   return {
+    db,
     orders: integer('--orders', values.orders, 1000, 1),
     pausedOrders: integer('--paused-orders', values['paused-orders'], 300, 1),
     customers,
@@ -99,6 +113,7 @@ function parse(args: string[]) {
     strict: true,
     allowPositionals: false,
     options: {
+      db: { type: 'string' },
       orders: { type: 'string' },
       'paused-orders': { type: 'string' },
       customers: { type: 'string' },
@@ -123,6 +138,25 @@ function integer(flag: string, text: string | undefined, fallback: number, min: 
     throw usageError(`${flag} must be an integer >= ${min}, got "${text}".`);
   }
   return value;
+}
+
+function database(text: string): DbName {
+  if ((DB_NAMES as readonly string[]).includes(text)) return text as DbName;
+  throw usageError(`--db must be ${DB_NAMES.join(', ')}; got "${text}".`);
+}
+
+/** A URL for the other kind of database would fail later with a confusing driver error. */
+function checkScheme(db: DbName, flag: string, url: string): void {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  const wanted = db === 'pg' ? ['postgres', 'postgresql'] : ['mysql', 'mariadb'];
+  if (scheme !== undefined && wanted.includes(scheme)) return;
+  const hint =
+    scheme === 'mysql' || scheme === 'mariadb'
+      ? ' Pass --db mysql or --db mariadb for a MySQL-family cluster.'
+      : scheme === 'postgres' || scheme === 'postgresql'
+        ? ' Pass --db pg (the default) for PostgreSQL.'
+        : '';
+  throw usageError(`${flag} must be a ${wanted[0]}:// URL with --db ${db}.${hint}`);
 }
 
 function scenarios(text: string): ScenarioName[] {

@@ -1,3 +1,4 @@
+import type { DbName } from './databases/types.js';
 import type { ScenarioName, StrategyName } from './options.js';
 
 /**
@@ -29,6 +30,8 @@ export interface RunResult {
   /** Missing lists among the writer's own read right after each write. */
   readonly missing_after_write: number;
   readonly duration_s: number;
+  /** The database the run used: `pg`, `mysql` or `mariadb`. Last, so earlier columns keep their place. */
+  readonly db: DbName;
 }
 
 /** The documented fields, in output order. */
@@ -48,4 +51,5 @@ export const RESULT_FIELDS = [
   'checked_reads',
   'missing_after_write',
   'duration_s',
+  'db',
 ] as const satisfies ReadonlyArray<keyof RunResult>;

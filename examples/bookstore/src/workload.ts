@@ -1,12 +1,13 @@
+import type { DbName, OrderQueries } from './databases/types.js';
 import { OrderLedger } from './ledger.js';
 import type { ScenarioName } from './options.js';
-import { latestOrders, placeOrder } from './orders.js';
 import { pickOthers, seededRandom } from './random.js';
 import type { RunResult } from './result.js';
 import { percentile, round2 } from './stats.js';
 import type { Strategy } from './strategies/index.js';
 
 export interface WorkloadSpec {
+  readonly db: DbName;
   readonly scenario: ScenarioName;
   readonly orders: number;
   readonly customers: number;
@@ -24,9 +25,14 @@ const ERRORS_LOGGED = 3;
 /**
  * The lab experiment, for one strategy: for each order the customer writes it, then the customer
  * and `otherReaders` other customers read their latest orders, one call at a time. Every list is
- * checked against what each reader has been told is saved.
+ * checked against what each reader has been told is saved. `queries` is the only SQL it runs, in
+ * the strategy's database.
  */
-export async function runWorkload(strategy: Strategy, spec: WorkloadSpec): Promise<RunResult> {
+export async function runWorkload<C>(
+  strategy: Strategy<C>,
+  queries: OrderQueries<C>,
+  spec: WorkloadSpec,
+): Promise<RunResult> {
   const random = seededRandom(spec.seed);
   const ledger = new OrderLedger();
   const readMs: number[] = [];
@@ -51,8 +57,8 @@ export async function runWorkload(strategy: Strategy, spec: WorkloadSpec): Promi
     const writer = random.int(1, spec.customers);
     const readers = [writer, ...pickOthers(random, spec.customers, writer, spec.otherReaders)];
     try {
-      const id = await strategy.write(writer, (client) =>
-        placeOrder(client, writer, `order ${order} of the ${spec.scenario} run`),
+      const id = await strategy.write(writer, (connection) =>
+        queries.placeOrder(connection, writer, `order ${order} of the ${spec.scenario} run`),
       );
       ledger.acknowledge(writer, id);
     } catch (error) {
@@ -63,7 +69,9 @@ export async function runWorkload(strategy: Strategy, spec: WorkloadSpec): Promi
       const readStarted = performance.now();
       let listed: number[];
       try {
-        const read = await strategy.read(reader, (client) => latestOrders(client, reader));
+        const read = await strategy.read(reader, (connection) =>
+          queries.latestOrders(connection, reader),
+        );
         readMs.push(performance.now() - readStarted);
         if (read.target === 'primary') primaryReads++;
         else replicaReads++;
@@ -98,5 +106,6 @@ export async function runWorkload(strategy: Strategy, spec: WorkloadSpec): Promi
     checked_reads: checked,
     missing_after_write: missingAfterWrite,
     duration_s: round2((performance.now() - started) / 1000) ?? 0,
+    db: spec.db,
   };
 }

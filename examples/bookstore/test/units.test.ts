@@ -1,4 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import {
+  labGtidSubset,
+  labMariadbCovers,
+  parseLabGtidSet,
+  parseLabMariadbPosition,
+} from '../src/databases/mysql/lab-gtid.js';
+import { lsnToBigInt } from '../src/databases/pg/lsn.js';
 import { DemoErrorCode } from '../src/errors.js';
 import { LIST_LENGTH, OrderLedger } from '../src/ledger.js';
 import { parseOptions } from '../src/options.js';
@@ -6,7 +13,6 @@ import { pickOthers, seededRandom } from '../src/random.js';
 import { formatJson, formatLine } from '../src/report.js';
 import { RESULT_FIELDS, type RunResult } from '../src/result.js';
 import { percentile } from '../src/stats.js';
-import { lsnToBigInt } from '../src/strategies/lsn.js';
 
 describe('OrderLedger', () => {
   it('expects only the latest 20 acknowledged orders of the reader', () => {
@@ -31,6 +37,7 @@ describe('parseOptions', () => {
   it('has the documented defaults', () => {
     const options = parseOptions([]);
     expect(options).toMatchObject({
+      db: 'pg',
       orders: 1000,
       pausedOrders: 300,
       customers: 100,
@@ -71,7 +78,31 @@ describe('parseOptions', () => {
     expect(options.tidemark.fallbackBurst).toBe(10);
   });
 
+  it('takes --db and URLs of that database', () => {
+    expect(parseOptions(['--db', 'mysql']).db).toBe('mysql');
+    expect(
+      parseOptions([
+        '--db',
+        'mariadb',
+        '--primary-url',
+        'mysql://root@127.0.0.1:13306/test',
+        '--replica-url',
+        'mariadb://root@127.0.0.1:13307/test',
+      ]),
+    ).toMatchObject({
+      db: 'mariadb',
+      external: {
+        primaryUrl: 'mysql://root@127.0.0.1:13306/test',
+        replicaUrl: 'mariadb://root@127.0.0.1:13307/test',
+      },
+    });
+  });
+
   it.each([
+    [['--db', 'oracle']],
+    [['--primary-url', 'mysql://p', '--replica-url', 'mysql://r']],
+    [['--db', 'mysql', '--primary-url', 'postgres://p', '--replica-url', 'postgres://r']],
+    [['--db', 'mariadb', '--primary-url', 'mysql://p', '--replica-url', 'r.example:3306']],
     [['--orders', '0']],
     [['--orders', 'many']],
     [['--scenario', 'busy']],
@@ -115,6 +146,34 @@ describe('workload helpers', () => {
     ).toBe(99);
   });
 
+  it('checks GTID set containment as GTID_SUBSET does', () => {
+    const a = '3e11fa47-71ca-11e1-9e33-c80aa9429562';
+    const b = '4e11fa47-71ca-11e1-9e33-c80aa9429562';
+    const applied = parseLabGtidSet(`${a}:1-5:7-9,\n${b}:1-3`);
+    expect(labGtidSubset(parseLabGtidSet(`${a}:3-5`), applied)).toBe(true);
+    expect(labGtidSubset(parseLabGtidSet(`${a}:1-9`), applied)).toBe(false); // 6 is missing
+    expect(labGtidSubset(parseLabGtidSet(`${b}:4`), applied)).toBe(false);
+    expect(labGtidSubset(parseLabGtidSet(`${a.toUpperCase()}:8,${b}:2`), applied)).toBe(true);
+    expect(labGtidSubset(parseLabGtidSet(''), applied)).toBe(true);
+    // Touching intervals merge: 1-3 and 4-5 together hold 2-5.
+    expect(labGtidSubset(parseLabGtidSet(`${a}:2-5`), parseLabGtidSet(`${a}:1-3:4-5`))).toBe(true);
+    // Tagged transactions are a separate series of the same UUID.
+    expect(labGtidSubset(parseLabGtidSet(`${a}:tag_1:1`), applied)).toBe(false);
+    expect(
+      labGtidSubset(parseLabGtidSet(`${a}:tag_1:1`), parseLabGtidSet(`${a}:1:tag_1:1-2`)),
+    ).toBe(true);
+    expect(() => parseLabGtidSet('nope:1')).toThrow();
+  });
+
+  it('compares MariaDB GTID positions per domain by sequence number', () => {
+    const applied = parseLabMariadbPosition('0-1-9,1-2-5');
+    expect(labMariadbCovers(applied, parseLabMariadbPosition('0-1-9'))).toBe(true);
+    expect(labMariadbCovers(applied, parseLabMariadbPosition('0-3-10'))).toBe(false);
+    expect(labMariadbCovers(applied, parseLabMariadbPosition('2-1-1'))).toBe(false);
+    expect(labMariadbCovers(applied, parseLabMariadbPosition(''))).toBe(true);
+    expect(() => parseLabMariadbPosition('0-1')).toThrow();
+  });
+
   it('compares LSNs numerically, not as text', () => {
     expect(lsnToBigInt('0/A') < lsnToBigInt('0/10')).toBe(true);
     expect(lsnToBigInt('1/0')).toBe(1n << 32n);
@@ -139,6 +198,7 @@ describe('output format', () => {
     checked_reads: 40,
     missing_after_write: 0,
     duration_s: 0.3,
+    db: 'pg',
   };
 
   it('prints key=value pairs in the documented order', () => {
@@ -148,6 +208,7 @@ describe('output format', () => {
     ).toBe(true);
     expect(line.split(' ').map((pair) => pair.split('=')[0])).toEqual([...RESULT_FIELDS]);
     expect(line).toContain('wait_ms_p50=-');
+    expect(line.endsWith(' duration_s=0.3 db=pg')).toBe(true);
   });
 
   it('prints one JSON object with the same fields', () => {

@@ -1,3 +1,4 @@
+import type { Database } from '../databases/types.js';
 import type { StrategyName } from '../options.js';
 import { createLabRouterStrategy, labRouterDescription } from './lab-router.js';
 import { createNaiveStrategy, naiveDescription } from './naive.js';
@@ -7,30 +8,30 @@ import type { Strategy, StrategyContext } from './types.js';
 
 export type { Strategy, StrategyContext, StrategyRead } from './types.js';
 
-/** Build one strategy with fresh per-customer session state. */
-export async function createStrategy(
+/** Build one strategy on `database` with fresh per-customer session state. */
+export async function createStrategy<C>(
   name: StrategyName,
+  database: Database<C>,
   context: StrategyContext,
   tidemark: TidemarkSettings,
-): Promise<Strategy> {
+): Promise<Strategy<C>> {
   switch (name) {
     case 'naive':
-      return createNaiveStrategy(context);
+      return createNaiveStrategy(database, context);
     case 'time-window':
-      return createTimeWindowStrategy(context);
+      return createTimeWindowStrategy(database, context);
     case 'lab-router':
-      return createLabRouterStrategy(context);
-    case 'tidemark': {
-      // Loaded on demand: the baselines run without @tidemark/pg built.
-      const { createTidemarkStrategy } = await import('./tidemark.js');
-      return createTidemarkStrategy(context, tidemark);
-    }
+      return createLabRouterStrategy(database, context);
+    case 'tidemark':
+      // The database loads its adapter on demand: the baselines run without it built.
+      return database.createTidemarkStrategy(context, tidemark);
   }
 }
 
 /** One line per strategy for the human header; `plannedReads` as in {@link tidemarkDescription}. */
-export function describeStrategy(
+export function describeStrategy<C>(
   name: StrategyName,
+  database: Database<C>,
   tidemark: TidemarkSettings,
   plannedReads: string,
 ): string {
@@ -40,8 +41,8 @@ export function describeStrategy(
     case 'time-window':
       return timeWindowDescription;
     case 'lab-router':
-      return labRouterDescription;
+      return labRouterDescription(database.lab.rule);
     case 'tidemark':
-      return tidemarkDescription(tidemark, plannedReads);
+      return tidemarkDescription(tidemark, plannedReads, database.texts);
   }
 }

@@ -1,49 +1,54 @@
-import type pg from 'pg';
-import { lsnToBigInt } from './lsn.js';
-import { smallPool, withClient } from './pools.js';
+import type { Database } from '../databases/types.js';
 import { ReplicaSampler } from './replica-sampler.js';
 import type { Strategy, StrategyContext, StrategyRead } from './types.js';
 
 export const LAB_MAX_LAG_SECONDS = 2;
 export const LAB_SAMPLE_INTERVAL_MS = 200;
 
-export const labRouterDescription = `replica if its lag < ${LAB_MAX_LAG_SECONDS} s and its replay LSN >= the session's last write LSN, from a monitor sample every ${LAB_SAMPLE_INTERVAL_MS} ms (no wait), else the primary`;
+/** Header line; `rule` is the database's position test, e.g. "its replay LSN >= ...". */
+export function labRouterDescription(rule: string): string {
+  return `replica if its lag < ${LAB_MAX_LAG_SECONDS} s and ${rule}, from a monitor sample every ${LAB_SAMPLE_INTERVAL_MS} ms (no wait), else the primary`;
+}
 
 /**
- * The lab's router: correct (it compares LSNs), but it decides from the last monitor sample and
- * never waits, so a read right after a write usually finds the sample older than the write.
+ * The lab's router: correct (it compares positions), but it decides from the last monitor sample
+ * and never waits, so a read right after a write usually finds the sample older than the write.
  */
-export async function createLabRouterStrategy(context: StrategyContext): Promise<Strategy> {
-  const primary = smallPool(context.primaryUrl);
-  const replica = smallPool(context.replicaUrl);
-  const sampler = new ReplicaSampler(replica, LAB_SAMPLE_INTERVAL_MS);
+export async function createLabRouterStrategy<C>(
+  database: Database<C>,
+  context: StrategyContext,
+): Promise<Strategy<C>> {
+  const { lab } = database;
+  const primary = database.openPool(context.primaryUrl);
+  const replica = database.openPool(context.replicaUrl);
+  const sampler = new ReplicaSampler(() => lab.sample(replica), LAB_SAMPLE_INTERVAL_MS);
   await sampler.start();
-  /** Per customer: the LSN of their last acknowledged write. */
-  const lastWriteLsn = new Map<number, bigint>();
+  /** Per customer: the position of their last acknowledged write. */
+  const lastWrite = new Map<number, unknown>();
 
   function replicaCanServe(customer: number): boolean {
     const sample = sampler.current();
-    if (!sample || sample.lagSeconds >= LAB_MAX_LAG_SECONDS) return false;
-    const required = lastWriteLsn.get(customer);
-    return required === undefined || sample.replayLsn >= required;
+    // Unknown lag (MariaDB reports NULL while its SQL thread is stopped) is not "under 2 s".
+    if (!sample || sample.lagSeconds === undefined || sample.lagSeconds >= LAB_MAX_LAG_SECONDS) {
+      return false;
+    }
+    if (!lastWrite.has(customer)) return true;
+    return lab.covers(sample.applied, lastWrite.get(customer));
   }
 
   return {
     name: 'lab-router',
     write: (customer, fn) =>
-      withClient(primary, async (client) => {
-        const value = await fn(client);
-        // Autocommit: the INSERT is committed once it returns. Read the position on the same
-        // connection, after the commit; the insert position is never below the commit record.
-        const result = await client.query<{ lsn: string }>(
-          'SELECT pg_current_wal_insert_lsn()::text AS lsn',
-        );
-        lastWriteLsn.set(customer, lsnToBigInt(result.rows[0]!.lsn));
+      primary.use(async (connection) => {
+        const value = await fn(connection);
+        // Autocommit: the write is committed once it returns. Read the position on the same
+        // connection, after the commit.
+        lastWrite.set(customer, await lab.afterWrite(connection));
         return value;
       }),
-    async read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>) {
+    async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
       const onReplica = replicaCanServe(customer);
-      const value = await withClient(onReplica ? replica : primary, fn);
+      const value = await (onReplica ? replica : primary).use(fn);
       return {
         value,
         target: onReplica ? 'replica' : 'primary',

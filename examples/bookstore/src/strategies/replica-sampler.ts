@@ -1,32 +1,19 @@
-import type pg from 'pg';
-import { lsnToBigInt } from './lsn.js';
+import type { ReplicaSample } from '../databases/types.js';
 
-export interface ReplicaSample {
-  /** pg_last_wal_replay_lsn(), parsed. */
-  readonly replayLsn: bigint;
-  /** Seconds behind; 0 when everything received has been replayed. */
-  readonly lagSeconds: number;
-}
-
-// "Lag" as commonly computed: time since the last replayed transaction, but 0 when the replica
-// has replayed everything it received (otherwise an idle primary looks like a lagging replica).
-const SAMPLE_SQL = `
-SELECT pg_last_wal_replay_lsn()::text AS replay_lsn,
-       CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-            ELSE COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 0)
-       END::float8 AS lag_seconds`;
+export type { ReplicaSample } from '../databases/types.js';
 
 /**
- * The lab router's monitor: samples the replica's replay LSN and lag on a timer. Routing reads
- * the latest sample and never waits for a fresher one.
+ * The lab router's monitor: samples the replica's applied position and lag on a timer. Routing
+ * reads the latest sample and never waits for a fresher one.
  */
-export class ReplicaSampler {
-  private latest: ReplicaSample | undefined;
+export class ReplicaSampler<Pos> {
+  private latest: ReplicaSample<Pos> | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
   private inFlight: Promise<void> | undefined;
 
+  /** `takeSample` resolves undefined when the replica has no position to report. */
   constructor(
-    private readonly replica: pg.Pool,
+    private readonly takeSample: () => Promise<ReplicaSample<Pos> | undefined>,
     private readonly intervalMs: number,
   ) {}
 
@@ -38,7 +25,7 @@ export class ReplicaSampler {
   }
 
   /** The latest sample; undefined while the replica has never answered. */
-  current(): ReplicaSample | undefined {
+  current(): ReplicaSample<Pos> | undefined {
     return this.latest;
   }
 
@@ -49,14 +36,9 @@ export class ReplicaSampler {
 
   private sample(): Promise<void> {
     // One sample at a time: a slow replica must not pile up queries.
-    this.inFlight ??= this.replica
-      .query<{ replay_lsn: string | null; lag_seconds: number }>(SAMPLE_SQL)
-      .then((result) => {
-        const row = result.rows[0];
-        this.latest =
-          row?.replay_lsn == null
-            ? undefined
-            : { replayLsn: lsnToBigInt(row.replay_lsn), lagSeconds: row.lag_seconds };
+    this.inFlight ??= this.takeSample()
+      .then((sample) => {
+        this.latest = sample;
       })
       .catch(() => {
         // An unreachable replica has no trustworthy sample: route to the primary until it answers.

@@ -1,3 +1,5 @@
+import type { DatabaseTexts } from '../databases/types.js';
+
 /** How the demo configures Tidemark; printed in the header so results can be reproduced. */
 export interface TidemarkSettings {
   /** Bounded wait per read, ms. */
@@ -16,10 +18,14 @@ export const REPLICA_ID = 'replica1';
  * The header line for tidemark. `plannedReads` lists the reads of each scenario that will run,
  * e.g. `idle 5000, paused 1500`, which is the default fallback burst of that run.
  */
-export function tidemarkDescription(settings: TidemarkSettings, plannedReads: string): string {
+export function tidemarkDescription(
+  settings: TidemarkSettings,
+  plannedReads: string,
+  texts: Pick<DatabaseTexts, 'tidemarkAdapter' | 'tidemarkWait'>,
+): string {
   const burst =
     settings.fallbackBurst === undefined
       ? `burst = every read of the run (${plannedReads}), so with replay paused the primary can serve all of them`
       : `burst ${settings.fallbackBurst}`;
-  return `core Router + @tidemark/pg: one token per customer (carried like a cookie), bounded wait ${settings.waitBudgetMs} ms (WAIT FOR LSN on PostgreSQL 19+, else the router probes the replica every 10 ms), primary fallback cap: token bucket, ${burst}, refill ${settings.fallbackRatePerSecond}/s; above the cap: error (counted in errors); monotonic reads`;
+  return `core Router + ${texts.tidemarkAdapter}: one token per customer (carried like a cookie), bounded wait ${settings.waitBudgetMs} ms (${texts.tidemarkWait}), primary fallback cap: token bucket, ${burst}, refill ${settings.fallbackRatePerSecond}/s; above the cap: error (counted in errors); monotonic reads`;
 }

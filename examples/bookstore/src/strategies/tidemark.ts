@@ -1,23 +1,17 @@
-import { Router, Session, TokenCodec } from '@tidemark/core';
-import { createPgAdapter } from '@tidemark/pg';
-import type pg from 'pg';
-import { CLUSTER, REPLICA_ID, type TidemarkSettings } from './tidemark-settings.js';
+import { type Adapter, Router, Session, TokenCodec } from '@tidemark/core';
+import { CLUSTER, type TidemarkSettings } from './tidemark-settings.js';
 import type { Strategy, StrategyContext, StrategyRead } from './types.js';
 
 /**
  * Tidemark: each customer's session position travels as an opaque token between requests. A read
  * goes to the replica once it has applied that position, after a bounded wait if needed, else to
- * the primary under the fallback cap.
+ * the primary under the fallback cap. The same code for every database: only the adapter differs.
  */
-export async function createTidemarkStrategy(
+export async function createTidemarkStrategy<P, C>(
+  adapter: Adapter<P, C>,
   context: StrategyContext,
   settings: TidemarkSettings,
-): Promise<Strategy> {
-  const adapter = createPgAdapter({
-    primary: context.primaryUrl,
-    replicas: { [REPLICA_ID]: context.replicaUrl },
-    poolSize: 2,
-  });
+): Promise<Strategy<C>> {
   const burst = Math.max(1, settings.fallbackBurst ?? context.plannedReads);
   const router = new Router({
     adapter,
@@ -26,7 +20,12 @@ export async function createTidemarkStrategy(
     fallback: { ratePerSecond: settings.fallbackRatePerSecond, burst },
     degraded: 'error',
   });
-  await router.ready();
+  try {
+    await router.ready();
+  } catch (error) {
+    await router.close();
+    throw error;
+  }
 
   // The demo's "cookie jar": what a web app would send back to each customer's browser.
   const tokens = new TokenCodec();
@@ -53,7 +52,7 @@ export async function createTidemarkStrategy(
       remember(customer, session);
       return value;
     },
-    async read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>) {
+    async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
       const session = sessionOf(customer);
       waitedThisRead = undefined;
       const { value, decision } = await router.readDetailed(session, fn);

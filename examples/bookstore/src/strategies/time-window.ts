@@ -1,5 +1,4 @@
-import type pg from 'pg';
-import { smallPool, withClient } from './pools.js';
+import type { Database } from '../databases/types.js';
 import type { Strategy, StrategyContext, StrategyRead } from './types.js';
 
 /** Rails' default `delay` for automatic role switching. */
@@ -11,22 +10,25 @@ export const timeWindowDescription = `reads go to the primary for ${TIME_WINDOW_
  * Rails-style "stick to the primary for a while after a write". Correct only while replication
  * is faster than the window; nothing checks that it is.
  */
-export function createTimeWindowStrategy(context: StrategyContext): Strategy {
-  const primary = smallPool(context.primaryUrl);
-  const replica = smallPool(context.replicaUrl);
+export function createTimeWindowStrategy<C>(
+  database: Database<C>,
+  context: StrategyContext,
+): Strategy<C> {
+  const primary = database.openPool(context.primaryUrl);
+  const replica = database.openPool(context.replicaUrl);
   /** Per customer: when their last write was acknowledged (performance.now()). */
   const lastWriteAt = new Map<number, number>();
   return {
     name: 'time-window',
     async write(customer, fn) {
-      const value = await withClient(primary, fn);
+      const value = await primary.use(fn);
       lastWriteAt.set(customer, performance.now());
       return value;
     },
-    async read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>) {
+    async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
       const wroteAt = lastWriteAt.get(customer);
       const recent = wroteAt !== undefined && performance.now() - wroteAt < TIME_WINDOW_MS;
-      const value = await withClient(recent ? primary : replica, fn);
+      const value = await (recent ? primary : replica).use(fn);
       return {
         value,
         target: recent ? 'primary' : 'replica',

@@ -1,4 +1,3 @@
-import type pg from 'pg';
 import type { StrategyName } from '../options.js';
 
 /** Where a read was served. */
@@ -12,17 +11,17 @@ export interface StrategyRead<T> {
 }
 
 /**
- * One way of routing the bookstore's queries. Every customer has their own session state inside
- * the strategy (a last-write time, a last-write LSN, a token), created on first use.
- * Calls are made one at a time (the workload is sequential), which keeps per-read bookkeeping
- * such as "did this read wait" simple.
+ * One way of routing the bookstore's queries; `C` is the database driver's connection type.
+ * Every customer has their own session state inside the strategy (a last-write time, a
+ * last-write position, a token), created on first use. Calls are made one at a time (the
+ * workload is sequential), which keeps per-read bookkeeping such as "did this read wait" simple.
  */
-export interface Strategy {
+export interface Strategy<C> {
   readonly name: StrategyName;
   /** Run a write for `customer` on the primary; the callback gets a connection to use. */
-  write<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<T>;
+  write<T>(customer: number, fn: (connection: C) => Promise<T>): Promise<T>;
   /** Run a read for `customer` wherever the strategy routes it. */
-  read<T>(customer: number, fn: (client: pg.PoolClient) => Promise<T>): Promise<StrategyRead<T>>;
+  read<T>(customer: number, fn: (connection: C) => Promise<T>): Promise<StrategyRead<T>>;
   /** Release pools and timers. */
   close(): Promise<void>;
 }

@@ -1,21 +1,22 @@
 import pg from 'pg';
+import type { NodePool } from '../types.js';
 
 /**
  * A small pool: the workload is sequential, so two connections per server are plenty and keep
  * the demo light on a shared machine.
  */
-export function smallPool(connectionString: string): pg.Pool {
+export function smallPgPool(connectionString: string): NodePool<pg.PoolClient> {
   const pool = new pg.Pool({ connectionString, max: 2 });
   // An idle client that loses its server (cluster teardown) must not crash the process.
   pool.on('error', () => undefined);
-  return pool;
+  return {
+    use: (fn) => withClient(pool, fn),
+    end: () => pool.end(),
+  };
 }
 
 /** Run `fn` on one pooled connection and always give it back. */
-export async function withClient<T>(
-  pool: pg.Pool,
-  fn: (client: pg.PoolClient) => Promise<T>,
-): Promise<T> {
+async function withClient<T>(pool: pg.Pool, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A checked-out client has no pool error listener; a server going away mid-query (teardown on
   // Ctrl-C) would otherwise crash the process. The query itself still rejects.

