@@ -13,9 +13,16 @@ export interface WriteOptions {
   transaction?: boolean;
 }
 
-export interface ReadContext {
+export interface ReadContext<P = unknown> {
   /** Aborted when the caller gives up; adapters should cancel the query where they can. */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The session position this read must see: undefined when the session has none (or it was
+   * ignored by policy) and for reads labelled stale. Adapters whose server can enforce it on the
+   * read itself (MongoDB `afterClusterTime`) may pass it on; the router has already chosen a
+   * target that covers it, so enforcing it never adds a wait there.
+   */
+  readonly required?: P | undefined;
 }
 
 /** What an adapter returns from a read. */
@@ -59,7 +66,7 @@ export interface Adapter<P, C> {
   read<T>(
     target: string,
     fn: (connection: C) => Promise<T>,
-    context: ReadContext,
+    context: ReadContext<P>,
   ): Promise<ReadOutcome<T, P>>;
   /** Run `fn` on the primary and capture the position after the commit. Never retried. */
   write<T>(fn: (connection: C) => Promise<T>, options: WriteOptions): Promise<WriteOutcome<T, P>>;

@@ -232,7 +232,10 @@ export class Router<P, C> {
     let outcome: { value: T; observed?: P | undefined };
     let finalRoute = route;
     try {
-      outcome = await this.adapter.read(route.target, fn, { signal: options.signal });
+      outcome = await this.adapter.read(route.target, fn, {
+        signal: options.signal,
+        required: enforceable(route, required.position),
+      });
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
@@ -240,7 +243,10 @@ export class Router<P, C> {
       const retryPosition = route.ignoredPosition ? undefined : required.position;
       finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
-        outcome = await this.adapter.read(finalRoute.target, fn, { signal: options.signal });
+        outcome = await this.adapter.read(finalRoute.target, fn, {
+          signal: options.signal,
+          required: enforceable(finalRoute, required.position),
+        });
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
         throw new TidemarkError(
@@ -617,6 +623,13 @@ export class Router<P, C> {
 
 /** Upper bound of the probe that replaces a missing `observed` position after a read. */
 const POST_READ_PROBE_TIMEOUT_MS = 1000;
+
+/** The position a read may ask the server to enforce: none for stale or token-less routes. */
+function enforceable<P>(route: Route, position: P | undefined): P | undefined {
+  return route.stale || route.ignoredPosition || route.reason === 'bad-token-ignored'
+    ? undefined
+    : position;
+}
 
 function toTokenError(error: unknown): TokenError {
   if (error instanceof TokenError) return error;

@@ -66,7 +66,7 @@ class TracingAdapter<P, C> {
   async read<T>(
     target: string,
     fn: (connection: C) => Promise<T>,
-    context: ReadContext,
+    context: ReadContext<P>,
   ): Promise<ReadOutcome<T, P>> {
     try {
       const outcome = await this.inner.read(target, fn, context);

@@ -84,7 +84,11 @@ export interface WaitCall {
 
 /** Everything the router asked of the adapter, in order. `at` is clock time. */
 export interface AdapterCalls {
-  readonly reads: Array<{ readonly target: string; readonly at: number }>;
+  readonly reads: Array<{
+    readonly target: string;
+    readonly at: number;
+    readonly required?: CounterPosition | undefined;
+  }>;
   readonly waits: WaitCall[];
   /** Replica probes by id, and primary probes as `primary`. */
   readonly probes: Array<{
@@ -213,9 +217,9 @@ export class ScriptedAdapter implements Adapter<CounterPosition, ScriptedConnect
   async read<T>(
     target: string,
     fn: (connection: ScriptedConnection) => Promise<T>,
-    _context: ReadContext,
+    context: ReadContext<CounterPosition>,
   ): Promise<ReadOutcome<T, CounterPosition>> {
-    this.calls.reads.push({ target, at: this.clock.now() });
+    this.calls.reads.push({ target, at: this.clock.now(), required: context.required });
     const node = target === PRIMARY ? this.primary : this.replica(target);
     const failure = node.readFailures.shift();
     if (failure !== undefined) throw failure;
