@@ -2,111 +2,19 @@
 // given by URL. Only what SQL can do; process control is not ours. Registered by
 // providers/external.ts next to its PostgreSQL clusters.
 
-import type { Availability, Cluster, ClusterNode, StartOptions } from '../types.js';
-import { dialectFor, type MysqlFlavour, type ReplicationDialect } from './dialect.js';
+import { ExternalCluster, urlsFromEnv as urlsFromEnvVars } from '../external-cluster.js';
+import type { Availability, Cluster, StartOptions } from '../types.js';
+import { dialectFor, type MysqlFlavour } from './dialect.js';
 import * as sql from './sql.js';
 import { mysqlFamilyTarget } from './targets.js';
 
 export const MYSQL_PRIMARY_ENV = 'TIDEMARK_MYSQL_PRIMARY_URL';
 export const MYSQL_REPLICAS_ENV = 'TIDEMARK_MYSQL_REPLICA_URLS';
 
+const urlsFromEnv = () => urlsFromEnvVars(MYSQL_PRIMARY_ENV, MYSQL_REPLICAS_ENV);
+
 export function isMysqlFamilyTarget(target: string): boolean {
   return mysqlFamilyTarget(target) !== undefined;
-}
-
-function urlsFromEnv(): { primary: string; replicas: string[] } | { error: string } {
-  const primary = process.env[MYSQL_PRIMARY_ENV]?.trim();
-  const replicas = (process.env[MYSQL_REPLICAS_ENV] ?? '')
-    .split(',')
-    .map((u) => u.trim())
-    .filter(Boolean);
-  if (!primary) return { error: `${MYSQL_PRIMARY_ENV} is not set` };
-  if (replicas.length === 0)
-    return { error: `${MYSQL_REPLICAS_ENV} is not set (comma-separated replica URLs)` };
-  return { primary, replicas };
-}
-
-function makeNode(name: string, role: ClusterNode['role'], url: string): ClusterNode {
-  const u = new URL(url);
-  return {
-    name,
-    role,
-    host: u.hostname,
-    port: u.port ? Number(u.port) : 3306,
-    url,
-    running: true,
-  };
-}
-
-function unsupported(operation: string, name: string): never {
-  throw new Error(
-    `${operation}('${name}') is not supported by the external provider: it does not control the servers' processes`,
-  );
-}
-
-class ExternalMysqlCluster implements Cluster {
-  private readonly all: ClusterNode[];
-  private readonly dialect: ReplicationDialect;
-
-  constructor(
-    readonly target: string,
-    readonly flavour: MysqlFlavour,
-    readonly version: string,
-    primary: string,
-    replicas: string[],
-  ) {
-    this.dialect = dialectFor(flavour);
-    this.all = [
-      makeNode('n0', 'primary', primary),
-      ...replicas.map((u, i) => makeNode(`n${i + 1}`, 'replica', u)),
-    ];
-  }
-
-  private node(name: string): ClusterNode {
-    const node = this.all.find((n) => n.name === name);
-    if (!node)
-      throw new Error(`no node '${name}' (nodes: ${this.all.map((n) => n.name).join(', ')})`);
-    return node;
-  }
-
-  primary(): ClusterNode {
-    return this.all[0]!;
-  }
-  replicas(): ClusterNode[] {
-    return this.all.slice(1);
-  }
-  nodes(): ClusterNode[] {
-    return [...this.all];
-  }
-  pauseReplay(name: string): Promise<void> {
-    return this.dialect.stopApplier(this.node(name).url);
-  }
-  resumeReplay(name: string): Promise<void> {
-    return this.dialect.startApplier(this.node(name).url);
-  }
-  async stop(name: string): Promise<void> {
-    unsupported('stop', name);
-  }
-  async kill(name: string): Promise<void> {
-    unsupported('kill', name);
-  }
-  async start(name: string): Promise<void> {
-    unsupported('start', name);
-  }
-  async promote(name: string): Promise<void> {
-    unsupported('promote', name);
-  }
-  async positions(): Promise<Record<string, string>> {
-    const texts = await Promise.all(this.all.map((n) => this.dialect.position(n.url, n.role)));
-    return Object.fromEntries(this.all.map((n, i) => [n.name, texts[i]!]));
-  }
-  exec(name: string, text: string): Promise<unknown[]> {
-    return sql.query(this.node(name).url, text);
-  }
-  async teardown(): Promise<void> {
-    // Not ours to stop. Resume replay we may have paused, so the next run starts clean.
-    await Promise.all(this.replicas().map((n) => this.dialect.startApplier(n.url).catch(() => {})));
-  }
 }
 
 /** Why the servers in the environment cannot serve as `target`, or undefined if they can. */
@@ -156,5 +64,11 @@ export async function startExternalMysqlCluster(
   }
   const replicas = urls.replicas.slice(0, options.replicas ?? urls.replicas.length);
   const version = await sql.scalar(urls.primary, 'SELECT VERSION() AS v');
-  return new ExternalMysqlCluster(target, want.flavour, version, urls.primary, replicas);
+  const dialect = dialectFor(want.flavour);
+  return new ExternalCluster(target, want.flavour, version, urls.primary, replicas, 3306, {
+    pauseReplay: (url) => dialect.stopApplier(url),
+    resumeReplay: (url) => dialect.startApplier(url),
+    position: (node) => dialect.position(node.url, node.role),
+    query: (url, text) => sql.query(url, text),
+  });
 }

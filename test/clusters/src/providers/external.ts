@@ -1,119 +1,23 @@
 // The 'external' provider: a cluster someone else runs (CI service containers, a staging set-up),
 // given by URL. We can only do what SQL can do; process control is not ours.
 
+import { ExternalCluster, urlsFromEnv as urlsFromEnvVars } from '../external-cluster.js';
 import {
   externalMysqlAvailability,
   isMysqlFamilyTarget,
   startExternalMysqlCluster,
 } from '../mysql/external.js';
 import * as sql from '../postgres/sql.js';
-import type {
-  Availability,
-  Cluster,
-  ClusterNode,
-  ClusterProvider,
-  StartOptions,
-} from '../types.js';
+import type { Availability, Cluster, ClusterProvider, StartOptions } from '../types.js';
 
 export const PRIMARY_ENV = 'TIDEMARK_PG_PRIMARY_URL';
 export const REPLICAS_ENV = 'TIDEMARK_PG_REPLICA_URLS';
 
-function urlsFromEnv(): { primary: string; replicas: string[] } | { error: string } {
-  const primary = process.env[PRIMARY_ENV]?.trim();
-  const replicas = (process.env[REPLICAS_ENV] ?? '')
-    .split(',')
-    .map((u) => u.trim())
-    .filter(Boolean);
-  if (!primary) return { error: `${PRIMARY_ENV} is not set` };
-  if (replicas.length === 0)
-    return { error: `${REPLICAS_ENV} is not set (comma-separated replica URLs)` };
-  return { primary, replicas };
-}
+const urlsFromEnv = () => urlsFromEnvVars(PRIMARY_ENV, REPLICAS_ENV);
 
 function majorOf(target: string): number | undefined {
   const m = /^pg(\d+)$/.exec(target);
   return m ? Number(m[1]) : undefined;
-}
-
-function makeNode(name: string, role: ClusterNode['role'], url: string): ClusterNode {
-  const u = new URL(url);
-  return {
-    name,
-    role,
-    host: u.hostname,
-    port: u.port ? Number(u.port) : 5432,
-    url,
-    running: true,
-  };
-}
-
-function unsupported(operation: string, name: string): never {
-  throw new Error(
-    `${operation}('${name}') is not supported by the external provider: it does not control the servers' processes`,
-  );
-}
-
-class ExternalPgCluster implements Cluster {
-  readonly flavour = 'postgres' as const;
-  private readonly all: ClusterNode[];
-
-  constructor(
-    readonly target: string,
-    readonly version: string,
-    primary: string,
-    replicas: string[],
-  ) {
-    this.all = [
-      makeNode('n0', 'primary', primary),
-      ...replicas.map((u, i) => makeNode(`n${i + 1}`, 'replica', u)),
-    ];
-  }
-
-  private node(name: string): ClusterNode {
-    const node = this.all.find((n) => n.name === name);
-    if (!node)
-      throw new Error(`no node '${name}' (nodes: ${this.all.map((n) => n.name).join(', ')})`);
-    return node;
-  }
-
-  primary(): ClusterNode {
-    return this.all[0]!;
-  }
-  replicas(): ClusterNode[] {
-    return this.all.slice(1);
-  }
-  nodes(): ClusterNode[] {
-    return [...this.all];
-  }
-  pauseReplay(name: string): Promise<void> {
-    return sql.pauseReplay(this.node(name).url);
-  }
-  resumeReplay(name: string): Promise<void> {
-    return sql.resumeReplay(this.node(name).url);
-  }
-  async stop(name: string): Promise<void> {
-    unsupported('stop', name);
-  }
-  async kill(name: string): Promise<void> {
-    unsupported('kill', name);
-  }
-  async start(name: string): Promise<void> {
-    unsupported('start', name);
-  }
-  async promote(name: string): Promise<void> {
-    unsupported('promote', name);
-  }
-  async positions(): Promise<Record<string, string>> {
-    const lsns = await Promise.all(this.all.map((n) => sql.position(n.url)));
-    return Object.fromEntries(this.all.map((n, i) => [n.name, lsns[i]!]));
-  }
-  exec(name: string, text: string): Promise<unknown[]> {
-    return sql.query(this.node(name).url, text);
-  }
-  async teardown(): Promise<void> {
-    // Not ours to stop. Resume replay we may have paused, so the next run starts clean.
-    await Promise.all(this.replicas().map((n) => sql.resumeReplay(n.url).catch(() => {})));
-  }
 }
 
 export class ExternalProvider implements ClusterProvider {
@@ -170,7 +74,12 @@ export class ExternalProvider implements ClusterProvider {
     }
     const replicas = urls.replicas.slice(0, options.replicas ?? urls.replicas.length);
     const version = await sql.serverVersion(urls.primary);
-    return new ExternalPgCluster(target, version, urls.primary, replicas);
+    return new ExternalCluster(target, 'postgres', version, urls.primary, replicas, 5432, {
+      pauseReplay: (url) => sql.pauseReplay(url),
+      resumeReplay: (url) => sql.resumeReplay(url),
+      position: (node) => sql.position(node.url),
+      query: (url, text) => sql.query(url, text),
+    });
   }
 }
 
