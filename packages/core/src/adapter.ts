@@ -42,6 +42,9 @@ export interface WriteOutcome<T, P> {
   readonly position: P;
 }
 
+/** How a session position relates to the primary's history. */
+export type PrimaryVerdict = 'ok' | 'impossible' | 'other-history';
+
 /** Result of a bounded server-side wait on one replica. */
 export type WaitOutcome<P> =
   | { readonly outcome: 'reached'; readonly applied?: P }
@@ -92,10 +95,12 @@ export interface Adapter<P, C> {
    * (`other-history`) or never issued by this cluster (`impossible`). Optional: by default the
    * codec's comparison with the primary decides (`behind` means impossible). Adapters whose
    * positions cannot show history on their own (MySQL GTID sets, where only the primary's
-   * server UUID tells the two apart) supply it.
+   * server UUID tells the two apart) supply it. It may answer asynchronously when the verdict
+   * needs a look at the primary (MongoDB: is the token's oplog entry still in the primary's
+   * oplog after an election?).
    */
   classifyAgainstPrimary?:
-    | ((primary: P, required: P) => 'ok' | 'impossible' | 'other-history')
+    | ((primary: P, required: P) => PrimaryVerdict | Promise<PrimaryVerdict>)
     | undefined;
   /**
    * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server

@@ -1,5 +1,6 @@
 export type {
   Adapter,
+  PrimaryVerdict,
   ReadContext,
   ReadOutcome,
   WaitOutcome,

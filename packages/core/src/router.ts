@@ -380,8 +380,14 @@ export class Router<P, C> {
       return 'ok';
     }
     if (fresh === undefined) return 'ok';
-    if (this.adapter.classifyAgainstPrimary)
-      return this.adapter.classifyAgainstPrimary(fresh, required);
+    if (this.adapter.classifyAgainstPrimary) {
+      try {
+        return await this.adapter.classifyAgainstPrimary(fresh, required);
+      } catch {
+        // Like an unreachable primary: a check that could not run cannot refute the token.
+        return 'ok';
+      }
+    }
     const relation = codec.compare(fresh, required);
     if (relation === 'covered') return 'ok';
     return relation === 'other-history' ? 'other-history' : 'impossible';

@@ -1,6 +1,8 @@
 import {
   type Adapter,
+  type PositionCodec,
   PRIMARY,
+  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -21,8 +23,11 @@ import {
   MongoServerSelectionError,
 } from 'mongodb';
 import { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
+import { HistoryBook, historyAwareCodec } from './history.js';
 import { directMemberUri } from './member-uri.js';
-import { type MongoPosition, type MongoTime, mongoPositionCodec } from './position.js';
+import { compareTimes, type MongoPosition, type MongoTime } from './position.js';
+import { readOnlyClient } from './read-only.js';
+import { WriteTerms } from './write-terms.js';
 
 /** What read and write callbacks receive. Pass `{ session }` to every operation. */
 export interface MongoConnection {
@@ -84,15 +89,21 @@ interface HelloLastWrite {
  * chose over a direct connection; bounded waits use afterClusterTime with maxTimeMS.
  */
 export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
-  readonly codec = mongoPositionCodec;
+  /**
+   * {@link mongoPositionCodec} plus history: after an election, a position from an earlier term
+   * counts as covered only once the primary's oplog showed it survived.
+   */
+  readonly codec: PositionCodec<MongoPosition>;
   readonly replicas: readonly string[];
   private readonly primaryClient: MongoClient;
   private readonly memberClients = new Map<string, MongoClient>();
   private readonly database: string;
   private readonly readConcernLevel: 'majority' | 'local';
   private readonly waitCollection: string;
-  /** Newest term seen in a primary probe; writes report it because their reply has none. */
+  /** Newest term seen in a primary probe, for writes whose reply named none. */
   private knownTerm = 0;
+  private readonly writeTerms: WriteTerms;
+  private readonly history: HistoryBook;
   private readonly heartbeatMaxAgeMs: number;
   /** Latest heartbeat position per replica id, with the time it arrived. */
   private readonly heartbeats = new Map<string, { position: MongoPosition; at: number }>();
@@ -103,7 +114,13 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     this.database = options.database;
     this.readConcernLevel = options.readConcernLevel ?? 'majority';
     this.waitCollection = options.waitCollection ?? 'tidemark_wait';
-    this.primaryClient = new MongoClient(options.uri, options.clientOptions);
+    this.primaryClient = new MongoClient(options.uri, {
+      ...options.clientOptions,
+      monitorCommands: true,
+    });
+    this.writeTerms = new WriteTerms(this.primaryClient);
+    this.history = new HistoryBook((time) => this.oplogEntryAt(time));
+    this.codec = historyAwareCodec(this.history);
     const w = this.primaryClient.options.writeConcern?.w;
     if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
       throw new MajorityWriteConcernRequiredError(w);
@@ -139,15 +156,26 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     };
   }
 
+  /**
+   * Runs `fn` on the chosen member, read-only (write helpers throw {@link WriteInReadError}).
+   * The session starts at the position the read must see, so the driver sends it as
+   * `afterClusterTime` and the member itself enforces it.
+   */
   async read<T>(
     target: string,
     fn: (connection: MongoConnection) => Promise<T>,
-    _context: ReadContext,
+    context: ReadContext<MongoPosition>,
   ): Promise<ReadOutcome<T, MongoPosition>> {
     const client = this.client(target);
     const session = client.startSession({ causalConsistency: true });
     try {
-      const value = await fn({ client, db: client.db(this.database), session });
+      const required = context.required;
+      if (required) {
+        if (required.clusterTime) session.advanceClusterTime(toClusterTime(required.clusterTime));
+        session.advanceOperationTime(toTimestamp(required.time));
+      }
+      const readOnly = readOnlyClient(client);
+      const value = await fn({ client: readOnly, db: readOnly.db(this.database), session });
       const observed = this.positionOf(session, 0);
       return observed === undefined ? { value } : { value, observed };
     } finally {
@@ -162,8 +190,11 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     const session = client.startSession({ causalConsistency: true });
     try {
       const value = await fn({ client, db: client.db(this.database), session });
-      // The write's own reply set operationTime on the session: no extra round trip.
-      const position = this.positionOf(session, this.knownTerm);
+      // The write's own reply set operationTime on the session and named the term (seen by
+      // command monitoring): no extra round trip.
+      const term =
+        this.writeTerms.take(session.id) ?? Math.max(this.knownTerm, this.writeTerms.newest);
+      const position = this.positionOf(session, term);
       if (position === undefined) {
         throw new TidemarkError(
           MongoErrorCode.NoOperationTime,
@@ -196,10 +227,25 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
       : { applied, lagSeconds: Math.max(0, primary.time.t - applied.time.t) };
   }
 
+  /**
+   * The primary's newest write (`lastWrite.opTime`, whatever the read concern): the router asks
+   * whether the primary has issued a position, and a write acknowledged with `w: 1` may be past
+   * the majority point.
+   */
   async probePrimary(): Promise<MongoPosition> {
-    const position = await this.helloPosition(this.primaryClient);
+    const reply = await this.primaryClient.db('admin').command({ hello: 1 });
+    const position = positionFromOpTime((reply.lastWrite as HelloLastWrite | undefined)?.opTime);
     this.knownTerm = Math.max(this.knownTerm, position.term);
     return position;
+  }
+
+  /**
+   * Same term (or no term): time decides. A position from an earlier term: is its entry still
+   * in the primary's oplog with that term? One `local.oplog.rs` lookup per distinct position,
+   * remembered; the adapter's user needs read access to `local` for it.
+   */
+  classifyAgainstPrimary(primary: MongoPosition, required: MongoPosition): Promise<PrimaryVerdict> {
+    return this.history.classify(primary, required);
   }
 
   /** Server-side wait: a find with afterClusterTime and maxTimeMS on the member itself. */
@@ -284,12 +330,18 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
 
   private positionFromHello(reply: Record<string, unknown>): MongoPosition {
     const lastWrite = reply.lastWrite as HelloLastWrite | undefined;
-    const opTime =
-      this.readConcernLevel === 'majority' ? lastWrite?.majorityOpTime : lastWrite?.opTime;
-    if (!opTime?.ts) {
-      throw new Error('hello reply has no lastWrite optime: is this member part of a replica set?');
-    }
-    return { time: fromTimestamp(opTime.ts), term: Number(opTime.t ?? 0) };
+    return positionFromOpTime(
+      this.readConcernLevel === 'majority' ? lastWrite?.majorityOpTime : lastWrite?.opTime,
+    );
+  }
+
+  private async oplogEntryAt(time: MongoTime): Promise<{ term: number } | 'absent' | 'truncated'> {
+    const oplog = this.primaryClient.db('local').collection('oplog.rs');
+    const entry = await oplog.findOne({ ts: toTimestamp(time) }, { projection: { t: 1 } });
+    if (entry) return { term: Number(entry['t'] ?? 0) };
+    const oldest = await oplog.findOne({}, { sort: { $natural: 1 }, projection: { ts: 1 } });
+    const oldestTs = oldest?.['ts'] as BSON.Timestamp | undefined;
+    return oldestTs && compareTimes(fromTimestamp(oldestTs), time) > 0 ? 'truncated' : 'absent';
   }
 
   private positionOf(session: ClientSession, term: number): MongoPosition | undefined {
@@ -308,6 +360,13 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
       },
     };
   }
+}
+
+function positionFromOpTime(opTime: HelloLastWrite['opTime']): MongoPosition {
+  if (!opTime?.ts) {
+    throw new Error('hello reply has no lastWrite optime: is this member part of a replica set?');
+  }
+  return { time: fromTimestamp(opTime.ts), term: Number(opTime.t ?? 0) };
 }
 
 function fromTimestamp(ts: BSON.Timestamp): MongoTime {

@@ -4,6 +4,8 @@ import { ConfigError, type TidemarkError } from '@tidemark/core';
 export const MongoErrorCode = {
   /** A write callback ran no operation in the session it was given, so there is no position. */
   NoOperationTime: 'TIDEMARK_MONGO_NO_OPERATION_TIME',
+  /** A read callback called a write helper; reads run read-only on every member. */
+  WriteInRead: 'TIDEMARK_MONGO_WRITE_IN_READ',
 } as const satisfies Record<string, TidemarkError['code']>;
 
 /**

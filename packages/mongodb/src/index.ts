@@ -5,6 +5,12 @@ export {
   type MongoConnection,
 } from './adapter.js';
 export { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
+export {
+  HistoryBook,
+  type HistoryVerdict,
+  historyAwareCodec,
+  type OplogLookup,
+} from './history.js';
 export { directMemberUri } from './member-uri.js';
 export {
   compareTimes,
@@ -13,3 +19,4 @@ export {
   mongoPositionCodec,
   type SignedClusterTime,
 } from './position.js';
+export { WriteInReadError } from './read-only.js';

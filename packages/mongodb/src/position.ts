@@ -111,9 +111,13 @@ export const mongoPositionCodec: PositionCodec<MongoPosition> = {
   },
 
   merge(a, b) {
-    const newer = compareTimes(a.time, b.time) >= 0 ? a : b;
+    const order = compareTimes(a.time, b.time);
+    const newer = order >= 0 ? a : b;
     const clusterTime = newerClusterTime(a.clusterTime, b.clusterTime);
-    const term = Math.max(a.term, b.term);
+    // The term belongs to the newer time: pairing it with another position's term would name
+    // an oplog entry that does not exist. A read's position has no term (0): history checks of
+    // the merged token then go by time alone.
+    const term = order === 0 ? Math.max(a.term, b.term) : newer.term;
     return clusterTime === undefined
       ? { time: newer.time, term }
       : { time: newer.time, term, clusterTime };

@@ -2,7 +2,7 @@
 // implements it now; MySQL/MariaDB and the MongoDB simulator will implement the same shape, so
 // the conformance suite can drive any adapter's cluster the same way.
 
-export type Flavour = 'postgres' | 'mysql' | 'mariadb' | 'mongo-sim';
+export type Flavour = 'postgres' | 'mysql' | 'mariadb' | 'mongo' | 'mongo-sim';
 
 export interface ClusterNode {
   /** 'n0', 'n1', ... stable for the life of the cluster, whatever the node's role becomes. */

@@ -3,7 +3,7 @@ import { Router } from '@tidemark/core';
 import type { Cluster } from '@tidemark/test-clusters';
 import { NaiveRouter } from './naive.js';
 import { type ReadTrace, traceAdapter } from './traced-adapter.js';
-import type { ConformanceTarget, Workload } from './types.js';
+import type { AdapterNeeds, ConformanceTarget, Workload } from './types.js';
 
 /** Cluster name the suite's routers write into tokens. */
 export const CLUSTER_NAME = 'main';
@@ -36,7 +36,7 @@ export interface ScenarioContext<P, C> {
   readonly cluster: Cluster;
   readonly workload: Workload<C>;
   /** A router over a fresh adapter for the cluster's current topology, probed once (ready). */
-  router(config?: RouterConfig<P, C>): Promise<RouterHandle<P, C>>;
+  router(config?: RouterConfig<P, C>, needs?: AdapterNeeds): Promise<RouterHandle<P, C>>;
   /** The control router over a fresh adapter. */
   naive(): NaiveRouter<P, C>;
   /** An adapter for probes only (catch-up checks); rebuilt after topology changes. */
@@ -70,8 +70,8 @@ export function createContext<P, C>(
     target,
     cluster,
     workload: target.workload,
-    async router(config = {}) {
-      const traced = traceAdapter(target.createAdapter(cluster));
+    async router(config = {}, needs = {}) {
+      const traced = traceAdapter(target.createAdapter(cluster, needs));
       const router = new Router<P, C>({
         ...config,
         adapter: traced.adapter,

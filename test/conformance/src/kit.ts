@@ -1,5 +1,5 @@
 // Small helpers every scenario uses: orders, checks, waiting for replicas, error codes.
-import { isTidemarkError, type Session } from '@tidemark/core';
+import { ErrorCode, isTidemarkError, type Session } from '@tidemark/core';
 import { CLUSTER_NAME, type RouterHandle, type ScenarioContext } from './context.js';
 import type { Check, Order } from './types.js';
 
@@ -21,6 +21,16 @@ export function errorCode(error: unknown): string {
   if (isTidemarkError(error)) return error.code;
   if (error instanceof Error) return error.name;
   return typeof error;
+}
+
+const ROUTER_CODES = new Set<string>(Object.values(ErrorCode));
+
+/**
+ * An error the router raised itself (token, routing, configuration), as opposed to one from the
+ * database or from the adapter's read-only connection.
+ */
+export function isRouterError(error: unknown): boolean {
+  return isTidemarkError(error) && ROUTER_CODES.has(error.code);
 }
 
 export function errorText(error: unknown): string {

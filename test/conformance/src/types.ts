@@ -33,6 +33,17 @@ export interface BadPositions<P> {
   readonly invalidText: string;
 }
 
+/** What a scenario needs from an adapter beyond the target's defaults. */
+export interface AdapterNeeds {
+  /**
+   * The scenario needs a write the primary acknowledges before any replica has it, so that a
+   * failover can lose it (promotion-lost-write). Adapters that refuse such writes by default
+   * (MongoDB: majority write concern) opt out for this adapter only; asynchronous SQL
+   * replication allows it anyway.
+   */
+  readonly unreplicatedWrites?: boolean;
+}
+
 /**
  * Everything the suite needs to prove one adapter against one kind of cluster. Add a target per
  * adapter and cluster flavour; scenarios stay untouched.
@@ -43,9 +54,16 @@ export interface ConformanceTarget<P, C> {
   /** Start a fresh cluster: a primary and two replicas. */
   startCluster(): Promise<Cluster>;
   /** An adapter for the cluster's current topology (reads `cluster.primary()` at call time). */
-  createAdapter(cluster: Cluster): Adapter<P, C>;
+  createAdapter(cluster: Cluster, needs?: AdapterNeeds): Adapter<P, C>;
   readonly workload: Workload<C>;
   readonly badPositions: BadPositions<P>;
+  /**
+   * Only for targets whose server cannot be provided on every machine (a real MongoDB here):
+   * why it cannot run now, or undefined when it can. The suite then skips the target loudly and
+   * never counts it as passed. Targets without it never skip: a cluster that fails to start
+   * fails every scenario.
+   */
+  unavailableReason?(): Promise<string | undefined>;
 }
 
 /** A target with its position and connection types erased, as the registry holds them. */

@@ -94,6 +94,37 @@ describe('impossible position (ahead of the primary)', () => {
     expect(f.router.metrics().badTokens).toBe(0);
   });
 
+  it('an asynchronous classifier is awaited (other-history after a look at the primary)', async () => {
+    const f = await routerFixture({
+      configure: (adapter) =>
+        Object.assign(adapter, {
+          classifyAgainstPrimary: async () => {
+            await new Promise((resolve) => setTimeout(resolve, 1));
+            return 'other-history' as const;
+          },
+        }),
+    });
+    const error = await f.read(sessionAt('1.50')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OtherHistoryError);
+    expect(f.router.metrics().otherHistory).toBe(1);
+  });
+
+  it('a classifier that throws cannot refute the token: the read falls back to the primary', async () => {
+    const f = await routerFixture({
+      router: { wait: { budgetMs: 0 } },
+      configure: (adapter) =>
+        Object.assign(adapter, {
+          classifyAgainstPrimary: async () => {
+            throw new Error('oplog query failed');
+          },
+        }),
+    });
+    const { decision } = await f.read(sessionAt('1.50'));
+    expect(decision.reason).toBe('primary-fallback');
+    expect(f.router.metrics().otherHistory).toBe(0);
+    expect(f.router.metrics().badTokens).toBe(0);
+  });
+
   it('a stale primary sample alone does not make a genuine token impossible', async () => {
     const f = await routerFixture({ router: { wait: { budgetMs: 0 } } });
     // Another process wrote: the primary moved on after the monitor's last sample (1.10).

@@ -14,6 +14,7 @@ export interface SimulatorBson {
   Timestamp: new (value: { t: number; i: number }) => BsonTimestamp;
   Long: { fromNumber(value: number): unknown };
   Binary: new (bytes: Uint8Array, subType?: number) => unknown;
+  ObjectId: new (hex: string) => unknown;
 }
 
 /** Order of two optimes' timestamps: negative, zero or positive like a sort comparator. */

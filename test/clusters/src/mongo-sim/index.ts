@@ -2,6 +2,7 @@
 // shared/ENVIRONMENT.md). It proves what a client library sends and decides, not how mongod behaves.
 
 export { type BsonTimestamp, compareTimestamps, type SimulatorBson } from './bson.js';
+export { MongoSimCluster } from './cluster.js';
 export { type MemberRole, type OplogEntry, SimulatedMember } from './member.js';
 export {
   MongoReplicaSetSimulator,

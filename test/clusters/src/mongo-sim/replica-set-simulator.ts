@@ -1,10 +1,11 @@
 // A MongoDB replica-set SIMULATOR: one TCP server per member speaking the real wire protocol to
 // the official driver. It proves what a client library sends and decides; it does not prove how
-// a real mongod behaves (no elections, no rollback, no durability, equality-only queries).
+// a real mongod behaves: no automatic elections (a test promotes a member), rollback only as
+// "forget the lost branch", no durability, equality-only queries with a one-field sort.
 
 import { createServer, type Server, type Socket } from 'node:net';
 import { type BsonTimestamp, compareTimestamps, type SimulatorBson } from './bson.js';
-import { type MemberRole, type OplogEntry, SimulatedMember } from './member.js';
+import { type MemberRole, matching, type OplogEntry, SimulatedMember } from './member.js';
 import { decodeRequest, encodeReply, MessageFramer, type WireRequest } from './wire.js';
 
 export interface MongoReplicaSetSimulatorOptions {
@@ -18,6 +19,8 @@ export interface MongoReplicaSetSimulatorOptions {
   delayMs?: number;
   /** Election term reported in optimes. Default 1. */
   term?: number;
+  /** Member names, primary first. Default `primary`, `secondary1`, `secondary2`, ... */
+  memberNames?: readonly string[];
 }
 
 /** One command as the simulator received it. */
@@ -57,8 +60,10 @@ export class MongoReplicaSetSimulator {
   /** Commands received, in order, for tests that count round trips and check what was sent. */
   readonly commandLog: SimulatorCommandRecord[] = [];
   private readonly bson: SimulatorBson;
-  private readonly term: number;
+  private term: number;
+  /** The current primary's log; every member holds a prefix of it (rollback keeps it so). */
   private readonly oplog: OplogEntry[] = [];
+  private readonly ports = new Map<string, number>();
   private readonly servers = new Map<string, Server>();
   private readonly sockets = new Map<string, Set<Socket>>();
   private applyTimer: NodeJS.Timeout | undefined;
@@ -71,28 +76,39 @@ export class MongoReplicaSetSimulator {
     this.setName = options.setName ?? 'tidemark-sim';
     this.term = options.term ?? 1;
     this.last = new this.bson.Timestamp({ t: Math.floor(Date.now() / 1000), i: 1 });
+    // The set starts with one no-op, so every optime a member reports names a real entry.
+    this.oplog.push({
+      ts: this.last,
+      term: this.term,
+      op: 'n',
+      ns: '',
+      documents: [],
+      wallMs: Date.now(),
+    });
   }
 
   /** Start the members and the apply loop. Call {@link stop} when done. */
   static async start(options: MongoReplicaSetSimulatorOptions): Promise<MongoReplicaSetSimulator> {
     const simulator = new MongoReplicaSetSimulator(options);
     const secondaries = options.secondaries ?? 2;
-    const roles: Array<[string, MemberRole]> = [['primary', 'primary']];
-    for (let n = 1; n <= secondaries; n++) roles.push([`secondary${n}`, 'secondary']);
-    const listening = await Promise.all(roles.map(() => simulator.listen()));
-    roles.forEach(([name, role], index) => {
+    const names = options.memberNames ?? [
+      'primary',
+      ...Array.from({ length: secondaries }, (_, n) => `secondary${n + 1}`),
+    ];
+    const listening = await Promise.all(names.map(() => simulator.listen(0)));
+    names.forEach((name, index) => {
       const { server, port } = listening[index]!;
+      const role: MemberRole = index === 0 ? 'primary' : 'secondary';
       const member = new SimulatedMember(
         name,
         role,
         `127.0.0.1:${port}`,
-        simulator.last,
         options.delayMs ?? 0,
+        simulator.oplog[0]!,
       );
       simulator.members.push(member);
-      simulator.servers.set(name, server);
-      simulator.sockets.set(name, new Set());
-      server.on('connection', (socket) => simulator.serve(member, socket));
+      simulator.ports.set(name, port);
+      simulator.attach(member, server);
     });
     simulator.applyTimer = setInterval(() => simulator.applyTick(), APPLY_TICK_MS);
     simulator.applyTimer.unref();
@@ -105,7 +121,12 @@ export class MongoReplicaSetSimulator {
   }
 
   get primary(): SimulatedMember {
-    return this.members[0]!;
+    return this.members.find((m) => m.role === 'primary')!;
+  }
+
+  /** Current election term. */
+  get currentTerm(): number {
+    return this.term;
   }
 
   member(name: string): SimulatedMember {
@@ -130,15 +151,51 @@ export class MongoReplicaSetSimulator {
   /** Close the member's port and drop its connections, like a crashed process. */
   async kill(name: string): Promise<void> {
     const member = this.member(name);
-    member.killed = true;
+    if (member.down) return;
+    member.down = true;
     member.abortWaiters();
     for (const socket of this.sockets.get(name) ?? []) socket.destroy();
     await new Promise<void>((resolve) => this.servers.get(name)?.close(() => resolve()));
   }
 
+  /**
+   * Bring a member that went down back on its old port with the data it had. It catches up from
+   * the primary's log; a former primary comes back as a secondary (its lost branch was already
+   * forgotten when another member was promoted).
+   */
+  async restart(name: string): Promise<void> {
+    const member = this.member(name);
+    if (!member.down) return;
+    const { server } = await this.listen(this.ports.get(name)!);
+    this.attach(member, server);
+    member.down = false;
+  }
+
+  /**
+   * Make a running secondary the primary in a new term, as an election would. The old primary
+   * goes down if it is still up. Entries the new primary never received are a lost branch:
+   * every member forgets them (rollback), and the new primary writes a no-op in its new term.
+   */
+  async promote(name: string): Promise<void> {
+    const next = this.member(name);
+    if (next.down) throw new Error(`simulator: cannot promote ${name}: it is down`);
+    if (next.role === 'primary') return;
+    const old = this.primary;
+    await this.kill(old.name);
+    old.role = 'secondary';
+    next.role = 'primary';
+    // The new primary's history: what it received (it applies that first, as a real member
+    // drains its buffer before accepting writes).
+    this.oplog.length = next.receivedCount;
+    while (next.appliedCount < this.oplog.length) next.apply(this.oplog[next.appliedCount]!);
+    for (const member of this.members) member.truncateTo(this.oplog, this.oplog.length);
+    this.term += 1;
+    this.append({ op: 'n', ns: '', documents: [] });
+  }
+
   async stop(): Promise<void> {
     if (this.applyTimer) clearInterval(this.applyTimer);
-    await Promise.all(this.members.filter((m) => !m.killed).map((m) => this.kill(m.name)));
+    await Promise.all(this.members.filter((m) => !m.down).map((m) => this.kill(m.name)));
   }
 
   /** The primary's newest optime timestamp. */
@@ -146,11 +203,17 @@ export class MongoReplicaSetSimulator {
     return this.primary.lastApplied;
   }
 
-  private listen(): Promise<{ server: Server; port: number }> {
+  private attach(member: SimulatedMember, server: Server): void {
+    this.servers.set(member.name, server);
+    this.sockets.set(member.name, new Set());
+    server.on('connection', (socket) => this.serve(member, socket));
+  }
+
+  private listen(port: number): Promise<{ server: Server; port: number }> {
     return new Promise((resolve, reject) => {
       const server = createServer();
       server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
+      server.listen(port, '127.0.0.1', () => {
         const address = server.address();
         if (address === null || typeof address === 'string') {
           reject(new Error('simulator: no TCP address'));
@@ -189,7 +252,7 @@ export class MongoReplicaSetSimulator {
       return;
     }
     const reply = await this.execute(member, request.command, connectionId);
-    if (request.noReply || member.killed || socket.destroyed) return;
+    if (request.noReply || member.down || socket.destroyed) return;
     socket.write(encodeReply(this.bson, request, reply));
   }
 
@@ -274,6 +337,7 @@ export class MongoReplicaSetSimulator {
   private hello(member: SimulatedMember, connectionId: number): CommandReply {
     const writable = member.role === 'primary';
     const majority = this.memberMajorityTimestamp(member);
+    const primary = this.primary;
     return {
       helloOk: true,
       ismaster: writable,
@@ -281,13 +345,15 @@ export class MongoReplicaSetSimulator {
       secondary: !writable,
       setName: this.setName,
       setVersion: 1,
+      ...(writable ? { electionId: this.electionId() } : {}),
       hosts: this.members.map((m) => m.host),
-      primary: this.primary.host,
+      // A member that is down is nobody's primary; the simulator holds no election on its own.
+      ...(primary.down ? {} : { primary: primary.host }),
       me: member.host,
       lastWrite: {
-        opTime: { ts: member.lastApplied, t: this.long(this.term) },
+        opTime: { ts: member.lastApplied, t: this.long(member.lastAppliedTerm) },
         lastWriteDate: new Date(member.lastAppliedWallMs),
-        majorityOpTime: { ts: majority, t: this.long(this.term) },
+        majorityOpTime: { ts: majority.ts, t: this.long(majority.term) },
         majorityWriteDate: new Date(member.lastAppliedWallMs),
       },
       maxBsonObjectSize: 16_777_216,
@@ -311,11 +377,14 @@ export class MongoReplicaSetSimulator {
     }
     const documents = (command.documents as Record<string, unknown>[] | undefined) ?? [];
     const ns = `${String(command.$db)}.${String(command.insert)}`;
-    const ts = this.nextTimestamp();
-    const entry: OplogEntry = { ts, ns, documents, wallMs: Date.now() };
-    this.oplog.push(entry);
-    member.apply(entry);
-    const reply: CommandReply = { n: documents.length, operationTime: ts };
+    const { ts } = this.append({ op: 'i', ns, documents });
+    // A replica-set member's write reply names the write's optime and the primary's election.
+    const reply: CommandReply = {
+      n: documents.length,
+      opTime: { ts, t: this.long(this.term) },
+      electionId: this.electionId(),
+      operationTime: ts,
+    };
     const writeConcern = command.writeConcern as { w?: unknown; wtimeout?: unknown } | undefined;
     if (writeConcern?.w === 'majority') {
       const timeout = typeof writeConcern.wtimeout === 'number' ? writeConcern.wtimeout : undefined;
@@ -347,10 +416,12 @@ export class MongoReplicaSetSimulator {
         'operation exceeded time limit waiting for afterClusterTime (simulator)',
       );
     }
-    if (member.killed) throw new SimulatorCommandError(91, 'ShutdownInProgress', 'shutting down');
+    if (member.down) throw new SimulatorCommandError(91, 'ShutdownInProgress', 'shutting down');
     const ns = `${String(command.$db)}.${String(command.find)}`;
     const filter = (command.filter as Record<string, unknown> | undefined) ?? {};
-    let documents = member.find(ns, filter);
+    let documents =
+      ns === 'local.oplog.rs' ? matching(this.oplogView(member), filter) : member.find(ns, filter);
+    documents = sortedBy(documents, command.sort);
     const limit =
       typeof command.limit === 'number' && command.limit > 0 ? command.limit : undefined;
     if (limit !== undefined) documents = documents.slice(0, limit);
@@ -358,8 +429,19 @@ export class MongoReplicaSetSimulator {
       cursor: { id: this.long(0), ns, firstBatch: documents },
       // The point the read is at: a majority read sees the majority-committed snapshot. (The
       // simulator returns every applied document either way; only the reported time differs.)
-      operationTime: majority ? this.memberMajorityTimestamp(member) : member.lastApplied,
+      operationTime: majority ? this.memberMajorityTimestamp(member).ts : member.lastApplied,
     };
+  }
+
+  /** The member's applied oplog entries as `local.oplog.rs` documents. */
+  private oplogView(member: SimulatedMember): Record<string, unknown>[] {
+    return this.oplog.slice(0, member.appliedCount).map((entry) => ({
+      ts: entry.ts,
+      t: this.long(entry.term),
+      op: entry.op,
+      ns: entry.ns,
+      wall: new Date(entry.wallMs),
+    }));
   }
 
   /** afterClusterTime: the member applied `after` (and, for majority, a majority did too). */
@@ -376,6 +458,26 @@ export class MongoReplicaSetSimulator {
     return this.waitForMajority(after, remaining);
   }
 
+  /** Write one entry on the primary: the next timestamp, the current term. */
+  private append(entry: Pick<OplogEntry, 'op' | 'ns' | 'documents'>): OplogEntry {
+    const written: OplogEntry = {
+      ...entry,
+      ts: this.nextTimestamp(),
+      term: this.term,
+      wallMs: Date.now(),
+    };
+    this.oplog.push(written);
+    const primary = this.primary;
+    primary.receivedCount = this.oplog.length;
+    primary.apply(written);
+    return written;
+  }
+
+  /** Election id as mongod reports it: `7fffffff` then the term in 16 hex digits. */
+  private electionId(): unknown {
+    return new this.bson.ObjectId(`7fffffff${this.term.toString(16).padStart(16, '0')}`);
+  }
+
   private nextTimestamp(): BsonTimestamp {
     const seconds = Math.floor(Date.now() / 1000);
     const next =
@@ -386,20 +488,27 @@ export class MongoReplicaSetSimulator {
     return next;
   }
 
-  /** Newest timestamp applied by a majority of the (live) members. */
+  /**
+   * The majority commit point: the newest entry a majority of all members hold in their oplog.
+   * Holding counts, not applying (the simulator's model: a member whose replay is paused still
+   * receives and acknowledges), so majority writes keep working while replay is paused.
+   */
+  private majorityEntry(): OplogEntry {
+    const held = this.members.map((m) => m.receivedCount).sort((a, b) => b - a);
+    const count = held[Math.floor(this.members.length / 2)] ?? 1;
+    return this.oplog[Math.max(0, Math.min(count, this.oplog.length) - 1)]!;
+  }
+
   private majorityTimestamp(): BsonTimestamp {
-    const applied = this.members
-      .filter((m) => !m.killed)
-      .map((m) => m.lastApplied)
-      .sort((a, b) => compareTimestamps(b, a));
-    const needed = Math.floor(this.members.length / 2);
-    return applied[needed] ?? applied[applied.length - 1] ?? this.last;
+    return this.majorityEntry().ts;
   }
 
   /** A member's majority-committed point: never past what the member itself has applied. */
-  private memberMajorityTimestamp(member: SimulatedMember): BsonTimestamp {
-    const majority = this.majorityTimestamp();
-    return compareTimestamps(majority, member.lastApplied) <= 0 ? majority : member.lastApplied;
+  private memberMajorityTimestamp(member: SimulatedMember): { ts: BsonTimestamp; term: number } {
+    const majority = this.majorityEntry();
+    return compareTimestamps(majority.ts, member.lastApplied) <= 0
+      ? { ts: majority.ts, term: majority.term }
+      : { ts: member.lastApplied, term: member.lastAppliedTerm };
   }
 
   private waitForMajority(ts: BsonTimestamp, timeoutMs: number | undefined): Promise<boolean> {
@@ -422,7 +531,9 @@ export class MongoReplicaSetSimulator {
   private applyTick(): void {
     const now = Date.now();
     for (const member of this.members) {
-      if (member.role === 'primary' || member.paused || member.killed) continue;
+      if (member.role === 'primary' || member.down) continue;
+      member.receivedCount = this.oplog.length;
+      if (member.paused) continue;
       while (member.appliedCount < this.oplog.length) {
         const entry = this.oplog[member.appliedCount]!;
         if (entry.wallMs + member.delayMs > now) break;
@@ -443,4 +554,13 @@ export class MongoReplicaSetSimulator {
   private long(value: number): unknown {
     return this.bson.Long.fromNumber(value);
   }
+}
+
+/** The simulator's sort: one top-level field, ascending (1) or descending (-1), numbers only. */
+function sortedBy(documents: Record<string, unknown>[], sort: unknown): Record<string, unknown>[] {
+  if (sort === null || typeof sort !== 'object') return documents;
+  const [field, direction] = Object.entries(sort as Record<string, unknown>)[0] ?? [];
+  if (field === undefined) return documents;
+  const sign = Number(direction) < 0 ? -1 : 1;
+  return [...documents].sort((a, b) => sign * (Number(a[field]) - Number(b[field])));
 }

@@ -1,13 +1,14 @@
-import {
-  ErrorCode,
-  isTidemarkError,
-  PRIMARY,
-  ReplicasBehindError,
-  type Router,
-  Session,
-} from '@tidemark/core';
+import { ErrorCode, PRIMARY, ReplicasBehindError, type Router, Session } from '@tidemark/core';
 import type { ScenarioContext } from '../context.js';
-import { check, errorCode, errorText, newOrder, tally, twoReplicas } from '../kit.js';
+import {
+  check,
+  errorCode,
+  errorText,
+  isRouterError,
+  newOrder,
+  tally,
+  twoReplicas,
+} from '../kit.js';
 import type { Scenario } from '../scenario.js';
 import type { Check, Order } from '../types.js';
 
@@ -188,11 +189,11 @@ export const fallbackCap: Scenario = {
       check(
         'primary-read-is-read-only',
         readOnlyError !== undefined &&
-          !isTidemarkError(readOnlyError) &&
+          !isRouterError(readOnlyError) &&
           attempts.length === 1 &&
           attempts[0]?.target === PRIMARY &&
           attempts[0]?.ok === false,
-        `write inside a routed read: ${readOnlyError === undefined ? 'succeeded' : errorText(readOnlyError)}; attempts ${JSON.stringify(attempts.map((a) => `${a.target}:${a.ok ? 'ok' : 'failed'}`))} (expected one failed attempt on the primary, not retried)`,
+        `write inside a routed read: ${readOnlyError === undefined ? 'succeeded' : errorText(readOnlyError)}; attempts ${JSON.stringify(attempts.map((a) => `${a.target}:${a.ok ? 'ok' : 'failed'}`))} (expected one failed attempt on the primary, not retried, failed by the database or the adapter's read-only connection, not by the router)`,
       ),
     );
 

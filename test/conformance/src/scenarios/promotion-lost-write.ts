@@ -26,7 +26,7 @@ export const promotionLostWrite: Scenario = {
     const tokens = new TokenCodec();
 
     // Before the failover: W is acknowledged by the primary and held in the session's token.
-    const before = await ctx.router();
+    const before = await ctx.router({}, { unreplicatedWrites: true });
     await waitForCatchUp(ctx);
     await cluster.stop(follower);
     await cluster.stop(promoted);

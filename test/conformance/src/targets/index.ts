@@ -10,6 +10,8 @@ export const targets: Record<string, () => Promise<AnyConformanceTarget>> = {
   pg19: async () => (await import('./pg.js')).pgTarget('pg19'),
   mysql97: async () => (await import('./mysql.js')).mysqlTarget(),
   mariadb1011: async () => (await import('./mysql.js')).mariadbTarget(),
+  'mongo-sim': async () => (await import('./mongo.js')).mongoSimTarget(),
+  mongo: async () => (await import('./mongo.js')).realMongoTarget(),
 };
 
 /** Target names as the suite reads them from TIDEMARK_TARGETS. */

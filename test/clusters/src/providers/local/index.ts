@@ -1,6 +1,8 @@
 // The 'local' provider: servers as child processes of the test process, from binaries on this
 // machine (Debian packages, an npm package, or a chroot built once into the cache directory).
+// Target `mongo-sim` is the in-process MongoDB replica-set SIMULATOR (no server binary at all).
 
+import { MongoSimCluster } from '../../mongo-sim/cluster.js';
 import {
   type Availability,
   type Cluster,
@@ -13,18 +15,25 @@ import { MYSQL_DISTRIBUTIONS } from './mysql-targets.js';
 import { PG_DISTRIBUTIONS } from './pg-targets.js';
 import { LocalPgCluster } from './postgres.js';
 
+const MONGO_SIM = 'mongo-sim';
+
 export class LocalProvider implements ClusterProvider {
   readonly name = 'local' as const;
 
   targets(): string[] {
-    return [...Object.keys(PG_DISTRIBUTIONS), ...Object.keys(MYSQL_DISTRIBUTIONS)];
+    return [...Object.keys(PG_DISTRIBUTIONS), ...Object.keys(MYSQL_DISTRIBUTIONS), MONGO_SIM];
   }
 
   supports(target: string): boolean {
-    return Object.hasOwn(PG_DISTRIBUTIONS, target) || Object.hasOwn(MYSQL_DISTRIBUTIONS, target);
+    return (
+      Object.hasOwn(PG_DISTRIBUTIONS, target) ||
+      Object.hasOwn(MYSQL_DISTRIBUTIONS, target) ||
+      target === MONGO_SIM
+    );
   }
 
   async available(target: string): Promise<Availability> {
+    if (target === MONGO_SIM) return { ok: true };
     const dist = PG_DISTRIBUTIONS[target] ?? MYSQL_DISTRIBUTIONS[target];
     if (!dist)
       return {
@@ -36,6 +45,7 @@ export class LocalProvider implements ClusterProvider {
   }
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
+    if (target === MONGO_SIM) return MongoSimCluster.start(options.replicas ?? DEFAULT_REPLICAS);
     const mysqlDist = MYSQL_DISTRIBUTIONS[target];
     if (mysqlDist) {
       return LocalMysqlCluster.start(

@@ -1,0 +1,128 @@
+import {
+  type MongoAdapter,
+  MongoAdapter as MongoAdapterClass,
+  type MongoConnection,
+  type MongoPosition,
+} from '@tidemark/mongodb';
+import { type Cluster, getProvider, startCluster } from '@tidemark/test-clusters';
+import type { AdapterNeeds, BadPositions, ConformanceTarget, Workload } from '../types.js';
+
+/** The cluster targets the MongoDB adapter is proven against; they share this module. */
+export type MongoClusterTarget = 'mongo-sim' | 'mongo';
+
+const DATABASE = 'tidemark_conformance';
+
+interface OrderDocument {
+  _id: number;
+  customer: number;
+  note: string;
+}
+
+/** Ids of read-only probes never collide with real orders (those are positive). */
+let probeId = -Date.now() * 100;
+
+const orders = (connection: MongoConnection) => connection.db.collection<OrderDocument>('orders');
+
+export const mongoWorkload: Workload<MongoConnection> = {
+  async setup() {
+    // The first insert creates the collection; `_id` is the only index the suite needs.
+  },
+  async insertOrder(connection, order) {
+    await orders(connection).insertOne(
+      { _id: order.id, customer: order.customer, note: order.note },
+      { session: connection.session },
+    );
+  },
+  async ordersOf(connection, customer) {
+    const found = await orders(connection)
+      .find(
+        { customer },
+        { session: connection.session, sort: { _id: -1 }, limit: 20, projection: { _id: 1 } },
+      )
+      .toArray();
+    return found.map((document) => Number(document._id));
+  },
+  async tryWrite(connection) {
+    probeId -= 1;
+    await orders(connection).insertOne(
+      { _id: probeId, customer: -1, note: 'must fail when read-only' },
+      { session: connection.session },
+    );
+  },
+};
+
+/** A million seconds past `current`: no test cluster's clock gets there. */
+const FAR_AHEAD_SECONDS = 1_000_000;
+
+const mongoBadPositions: BadPositions<MongoPosition> = {
+  impossible: (current) => ({
+    time: { t: current.time.t + FAR_AHEAD_SECONDS, i: 1 },
+    term: current.term,
+  }),
+  invalidText: 'not-a-mongo-position',
+};
+
+/** Every member's `host:port` and the set name, from the cluster's node URLs. */
+function replicaSetUri(cluster: Cluster, writeConcern: 'majority' | '1'): string {
+  const hosts = cluster.nodes().map((node) => `${node.host}:${node.port}`);
+  const setName = new URL(cluster.primary().url).searchParams.get('replicaSet');
+  if (!setName) {
+    throw new Error(`MongoDB cluster URL ${cluster.primary().url} names no replicaSet.`);
+  }
+  return `mongodb://${hosts.join(',')}/?replicaSet=${encodeURIComponent(setName)}&w=${writeConcern}`;
+}
+
+/**
+ * Replica ids are the cluster's node names (`n1`, `n2`), so scenarios can pause or kill the
+ * replica a route decision names. Writes use majority write concern, the adapter's default
+ * requirement, except where a scenario needs a write no replica has yet.
+ */
+function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}): MongoAdapter {
+  const replicas: Record<string, string> = {};
+  for (const node of cluster.replicas()) {
+    if (node.running) replicas[node.name] = `${node.host}:${node.port}`;
+  }
+  const lossy = needs.unreplicatedWrites === true;
+  return new MongoAdapterClass({
+    uri: replicaSetUri(cluster, lossy ? '1' : 'majority'),
+    database: DATABASE,
+    replicas,
+    allowNonMajorityWrites: lossy,
+    // A killed member must fail a read in seconds, not after the driver's 30 s default; the
+    // driver's heartbeats (every 500 ms) answer the monitor's probes without extra round trips.
+    clientOptions: { serverSelectionTimeoutMS: 2000, heartbeatFrequencyMS: 500 },
+  });
+}
+
+function mongoTarget(name: MongoClusterTarget): ConformanceTarget<MongoPosition, MongoConnection> {
+  return {
+    name,
+    startCluster: () => startCluster(name, { replicas: 2 }),
+    createAdapter: adapterFor,
+    workload: mongoWorkload,
+    badPositions: mongoBadPositions,
+  };
+}
+
+/** The MongoDB adapter against the wire-protocol replica-set SIMULATOR (not a real mongod). */
+export function mongoSimTarget(): ConformanceTarget<MongoPosition, MongoConnection> {
+  return mongoTarget('mongo-sim');
+}
+
+/**
+ * The same adapter against a real replica set: three `mongod` processes from TIDEMARK_MONGOD,
+ * an external set at TIDEMARK_MONGO_URI (TIDEMARK_PROVIDER=external), or containers
+ * (TIDEMARK_PROVIDER=testcontainers). Skipped, loudly and never counted, where none exists.
+ */
+export function realMongoTarget(): ConformanceTarget<MongoPosition, MongoConnection> {
+  return {
+    ...mongoTarget('mongo'),
+    async unavailableReason() {
+      const providerName = process.env['TIDEMARK_PROVIDER'] ?? 'local';
+      const availability = await getProvider(providerName).available('mongo');
+      return availability.ok
+        ? undefined
+        : `no real MongoDB replica set (provider ${providerName}): ${availability.reason}`;
+    },
+  };
+}
