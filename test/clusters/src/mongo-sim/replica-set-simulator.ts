@@ -31,6 +31,8 @@ export interface SimulatorCommandRecord {
   /** `readConcern` of the command, when it had one (level, afterClusterTime). */
   readonly readConcern?: { level?: string; afterClusterTime?: BsonTimestamp };
   readonly maxTimeMS?: number;
+  /** `database.collection` of a find or insert. */
+  readonly ns?: string;
 }
 
 /** What a command handler returns: a reply body, without the cluster-time fields. */
@@ -268,6 +270,9 @@ export class MongoReplicaSetSimulator {
       ...record,
       ...(readConcern ? { readConcern } : {}),
       ...(typeof command.maxTimeMS === 'number' ? { maxTimeMS: command.maxTimeMS } : {}),
+      ...(name === 'find' || name === 'insert'
+        ? { ns: `${String(command.$db)}.${String(command[name])}` }
+        : {}),
     });
     try {
       const body = await this.dispatch(member, name, command, connectionId);

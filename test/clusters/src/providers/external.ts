@@ -2,6 +2,7 @@
 // given by URL. We can only do what SQL can do; process control is not ours.
 
 import { ExternalCluster, urlsFromEnv as urlsFromEnvVars } from '../external-cluster.js';
+import { externalMongo } from '../mongo/index.js';
 import {
   externalMysqlAvailability,
   isMysqlFamilyTarget,
@@ -24,11 +25,12 @@ export class ExternalProvider implements ClusterProvider {
   readonly name = 'external' as const;
 
   supports(target: string): boolean {
-    return majorOf(target) !== undefined || isMysqlFamilyTarget(target);
+    return majorOf(target) !== undefined || isMysqlFamilyTarget(target) || target === 'mongo';
   }
 
   async available(target: string): Promise<Availability> {
     if (isMysqlFamilyTarget(target)) return externalMysqlAvailability(target);
+    if (target === 'mongo') return externalMongo.available();
     const major = majorOf(target);
     if (major === undefined)
       return {
@@ -65,6 +67,7 @@ export class ExternalProvider implements ClusterProvider {
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
     if (isMysqlFamilyTarget(target)) return startExternalMysqlCluster(target, options);
+    if (target === 'mongo') return externalMongo.start(options);
     const urls = urlsFromEnv();
     if ('error' in urls) throw new Error(`external provider: ${urls.error}`);
     if (options.replicas !== undefined && options.replicas > urls.replicas.length) {

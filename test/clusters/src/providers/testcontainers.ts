@@ -11,6 +11,7 @@
 // primary is initdb'd by our script (not the image's entrypoint, whose PGDATA differs between
 // image versions); replicas are seeded with pg_basebackup -R from n0.
 
+import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
 import * as sql from '../postgres/sql.js';
 import {
@@ -184,11 +185,15 @@ export class TestcontainersProvider implements ClusterProvider {
   readonly name = 'testcontainers' as const;
 
   supports(target: string): boolean {
-    return Object.hasOwn(MAJORS, target) || mysqlFamilyTarget(target) !== undefined;
+    return (
+      Object.hasOwn(MAJORS, target) || mysqlFamilyTarget(target) !== undefined || target === 'mongo'
+    );
   }
 
   async available(target: string): Promise<Availability> {
     if (!this.supports(target)) return { ok: false, reason: `unknown target '${target}'` };
+    // Three mongod containers on host networking (UNTESTED HERE): mongo/containers.ts.
+    if (target === 'mongo') return containerMongo.available();
     try {
       const tc = await import('testcontainers');
       // Rejects within milliseconds when there is no engine.
@@ -202,6 +207,7 @@ export class TestcontainersProvider implements ClusterProvider {
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
     // MySQL 9 / MariaDB 10.11 containers (also UNTESTED HERE): testcontainers-mysql.ts.
     if (mysqlFamilyTarget(target)) return startMysqlContainerCluster(target, options);
+    if (target === 'mongo') return containerMongo.start(options);
     const { GenericContainer, Network, Wait } = await import('testcontainers');
     const replicas = options.replicas ?? DEFAULT_REPLICAS;
     const image = imageFor(target);

@@ -2,6 +2,7 @@
 // machine (Debian packages, an npm package, or a chroot built once into the cache directory).
 // Target `mongo-sim` is the in-process MongoDB replica-set SIMULATOR (no server binary at all).
 
+import { localMongo } from '../../mongo/index.js';
 import { MongoSimCluster } from '../../mongo-sim/cluster.js';
 import {
   type Availability,
@@ -16,24 +17,33 @@ import { PG_DISTRIBUTIONS } from './pg-targets.js';
 import { LocalPgCluster } from './postgres.js';
 
 const MONGO_SIM = 'mongo-sim';
+/** A real replica set: three mongod processes from the binary named in TIDEMARK_MONGOD. */
+const MONGO = 'mongo';
 
 export class LocalProvider implements ClusterProvider {
   readonly name = 'local' as const;
 
   targets(): string[] {
-    return [...Object.keys(PG_DISTRIBUTIONS), ...Object.keys(MYSQL_DISTRIBUTIONS), MONGO_SIM];
+    return [
+      ...Object.keys(PG_DISTRIBUTIONS),
+      ...Object.keys(MYSQL_DISTRIBUTIONS),
+      MONGO_SIM,
+      MONGO,
+    ];
   }
 
   supports(target: string): boolean {
     return (
       Object.hasOwn(PG_DISTRIBUTIONS, target) ||
       Object.hasOwn(MYSQL_DISTRIBUTIONS, target) ||
-      target === MONGO_SIM
+      target === MONGO_SIM ||
+      target === MONGO
     );
   }
 
   async available(target: string): Promise<Availability> {
     if (target === MONGO_SIM) return { ok: true };
+    if (target === MONGO) return localMongo.available();
     const dist = PG_DISTRIBUTIONS[target] ?? MYSQL_DISTRIBUTIONS[target];
     if (!dist)
       return {
@@ -46,6 +56,7 @@ export class LocalProvider implements ClusterProvider {
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
     if (target === MONGO_SIM) return MongoSimCluster.start(options.replicas ?? DEFAULT_REPLICAS);
+    if (target === MONGO) return localMongo.start(options);
     const mysqlDist = MYSQL_DISTRIBUTIONS[target];
     if (mysqlDist) {
       return LocalMysqlCluster.start(
