@@ -50,6 +50,7 @@ async function runDemoOn<C>(
   try {
     const startup = ((performance.now() - clusterStarted) / 1000).toFixed(1);
     say(`  cluster     ${cluster.description}; ready in ${startup} s`);
+    if (database.texts.notice) say(`  note        ${database.texts.notice}`);
     say(
       `  workload    ${options.customers} customers; per order the customer writes it, then the customer and ${options.otherReaders} other customers read their latest ${LIST_LENGTH} orders (seed ${options.seed})`,
     );
@@ -77,6 +78,7 @@ async function runDemoOn<C>(
     }
     say();
     say(formatSummary(results));
+    if (database.texts.notice) say(`note: ${database.texts.notice}`);
     return results;
   } finally {
     // Leave a user's own cluster as it was; the embedded one is deleted anyway.

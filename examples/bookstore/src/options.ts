@@ -10,7 +10,10 @@ export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 
 /** Everything one demo invocation needs; built from the command line by {@link parseOptions}. */
 export interface DemoOptions {
-  /** Which database: `pg` (default, embedded PostgreSQL 18), `mysql` (9.7) or `mariadb` (10.11). */
+  /**
+   * Which database: `pg` (default, embedded PostgreSQL 18), `mysql` (9.7), `mariadb` (10.11) or
+   * `mongo-sim` (MongoDB on the in-process replica-set simulator).
+   */
   readonly db: DbName;
   /** Orders in the `idle` scenario. */
   readonly orders: number;
@@ -43,10 +46,11 @@ for each order, the customer writes it, then the customer and four other custome
 latest 20 orders. Counts reads whose list lacks one of the reader's own acknowledged orders.
 
 Options:
-  --db D                 pg | mysql | mariadb (default pg). pg: embedded PostgreSQL 18;
-                         mysql / mariadb: the test harness's local MySQL 9.7 / MariaDB 10.11
-                         primary + 1 replica (install the servers first: sudo bash
-                         scripts/setup/mysql.sh)
+  --db D                 pg | mysql | mariadb | mongo-sim (default pg). pg: embedded
+                         PostgreSQL 18; mysql / mariadb: the test harness's local MySQL 9.7 /
+                         MariaDB 10.11 primary + 1 replica (install the servers first: sudo bash
+                         scripts/setup/mysql.sh); mongo-sim: @tidemark/mongodb on the harness's
+                         in-process MongoDB replica-set SIMULATOR, not a real mongod (no URLs)
   --orders N             orders in the idle scenario (default 1000)
   --paused-orders N      orders in the paused scenario (default 300)
   --customers N          number of customers (default 100)
@@ -54,8 +58,9 @@ Options:
   --strategy A,B         any of naive,time-window,lab-router,tidemark (default all)
   --primary-url URL      run against your own primary ...
   --replica-url URL      ... and its replica (both required together): postgres:// URLs with
-                         --db pg, mysql:// URLs with --db mysql or mariadb. The paused scenario
-                         pauses the replica: pg_wal_replay_pause() (superuser), or
+                         --db pg, mysql:// URLs with --db mysql or mariadb (none with --db
+                         mongo-sim). The paused scenario pauses the replica:
+                         pg_wal_replay_pause() (superuser), or
                          STOP REPLICA SQL_THREAD / STOP SLAVE SQL_THREAD (REPLICATION_SLAVE_ADMIN
                          / REPLICATION SLAVE ADMIN, or SUPER).
   --seed N               workload seed (default 1)
@@ -78,10 +83,15 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
   }
   const primaryUrl = values['primary-url'];
   const replicaUrl = values['replica-url'];
+  const db = database(values.db ?? 'pg');
+  if (db === 'mongo-sim' && (primaryUrl !== undefined || replicaUrl !== undefined)) {
+    throw usageError(
+      '--db mongo-sim runs the MongoDB replica-set simulator inside the demo process, so it takes no --primary-url / --replica-url. Drop them, or use --db pg|mysql|mariadb for your own cluster.',
+    );
+  }
   if ((primaryUrl === undefined) !== (replicaUrl === undefined)) {
     throw usageError('--primary-url and --replica-url go together: give both, or neither.');
   }
-  const db = database(values.db ?? 'pg');
   if (primaryUrl !== undefined) checkScheme(db, '--primary-url', primaryUrl);
   if (replicaUrl !== undefined) checkScheme(db, '--replica-url', replicaUrl);
   const customers = integer('--customers', values.customers, 100, 6);
@@ -151,11 +161,13 @@ function checkScheme(db: DbName, flag: string, url: string): void {
   const wanted = db === 'pg' ? ['postgres', 'postgresql'] : ['mysql', 'mariadb'];
   if (scheme !== undefined && wanted.includes(scheme)) return;
   const hint =
-    scheme === 'mysql' || scheme === 'mariadb'
-      ? ' Pass --db mysql or --db mariadb for a MySQL-family cluster.'
-      : scheme === 'postgres' || scheme === 'postgresql'
-        ? ' Pass --db pg (the default) for PostgreSQL.'
-        : '';
+    scheme === 'mongodb' || scheme === 'mongodb+srv'
+      ? ' MongoDB runs only on the in-process replica-set simulator (--db mongo-sim), which takes no URLs.'
+      : scheme === 'mysql' || scheme === 'mariadb'
+        ? ' Pass --db mysql or --db mariadb for a MySQL-family cluster.'
+        : scheme === 'postgres' || scheme === 'postgresql'
+          ? ' Pass --db pg (the default) for PostgreSQL.'
+          : '';
   throw usageError(`${flag} must be a ${wanted[0]}:// URL with --db ${db}.${hint}`);
 }
 

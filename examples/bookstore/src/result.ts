@@ -30,7 +30,10 @@ export interface RunResult {
   /** Missing lists among the writer's own read right after each write. */
   readonly missing_after_write: number;
   readonly duration_s: number;
-  /** The database the run used: `pg`, `mysql` or `mariadb`. Last, so earlier columns keep their place. */
+  /**
+   * The database the run used: `pg`, `mysql`, `mariadb`, or `mongo-sim` (MongoDB on the replica-set
+   * simulator). Last, so earlier columns keep their place.
+   */
   readonly db: DbName;
 }
 

@@ -15,6 +15,13 @@ const RUNS = [
   // naming that script, and the test fails with it (a missing database is not a pass).
   { db: 'mysql', cluster: 'local MySQL 9.7', idleOrders: 30, pausedOrders: 20 },
   { db: 'mariadb', cluster: 'local MariaDB 10.11', idleOrders: 30, pausedOrders: 20 },
+  // In-process: nothing to install. Not a real mongod: the replica-set SIMULATOR of the harness.
+  {
+    db: 'mongo-sim',
+    cluster: 'the in-process MongoDB replica-set SIMULATOR',
+    idleOrders: 60,
+    pausedOrders: 30,
+  },
 ] as const;
 
 interface Line {
@@ -113,3 +120,44 @@ for (const run of RUNS) {
     });
   });
 }
+
+describe('pnpm demo --db mongo-sim (human output, usage)', () => {
+  it('names the simulator in the header and under the summary; each line ends db=mongo-sim', async () => {
+    const cli = await runCli([
+      '--db',
+      'mongo-sim',
+      '--scenario',
+      'paused',
+      '--strategy',
+      'naive',
+      '--paused-orders',
+      '5',
+    ]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const out = cli.stdout.split('\n');
+    const cluster = out.find((line) => line.startsWith('  cluster '));
+    expect(cluster).toContain('MongoDB replica-set SIMULATOR');
+    expect(cluster).toContain('not a real mongod');
+    expect(out.filter((line) => line.includes('not a real mongod')).length).toBeGreaterThanOrEqual(
+      3,
+    );
+    const result = out.find((line) => line.startsWith('scenario=paused strategy=naive '));
+    expect(result?.endsWith(' db=mongo-sim')).toBe(true);
+    expect(cli.stderr).toContain('MongoDB replica-set SIMULATOR');
+  });
+
+  it('refuses URLs with a usage error before starting anything', async () => {
+    const cli = await runCli([
+      '--db',
+      'mongo-sim',
+      '--primary-url',
+      'mongodb://127.0.0.1:1/',
+      '--replica-url',
+      'mongodb://127.0.0.1:2/',
+    ]);
+    expect(cli.code).toBe(2);
+    expect(cli.stdout).toBe('');
+    expect(cli.stderr).toContain('BOOKSTORE_USAGE');
+    expect(cli.stderr).toContain('--db mongo-sim');
+  });
+});

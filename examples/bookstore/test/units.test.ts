@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { memberHost } from '../src/databases/mongo-sim/index.js';
+import { labLagSeconds } from '../src/databases/mongo-sim/lab.js';
+import { appliedOpTime, opTimeToBigInt } from '../src/databases/mongo-sim/optime.js';
 import {
   labGtidSubset,
   labMariadbCovers,
@@ -98,8 +101,41 @@ describe('parseOptions', () => {
     });
   });
 
+  it('takes --db mongo-sim without URLs', () => {
+    expect(parseOptions(['--db', 'mongo-sim', '--json'])).toMatchObject({
+      db: 'mongo-sim',
+      external: undefined,
+      json: true,
+    });
+  });
+
+  it.each([
+    [['--db', 'mongo-sim', '--primary-url', 'mongodb://p', '--replica-url', 'mongodb://r']],
+    [['--db', 'mongo-sim', '--primary-url', 'mongodb://p']],
+    [['--db', 'mongo-sim', '--replica-url', 'postgres://r']],
+  ])('rejects URLs with --db mongo-sim: %j', (args) => {
+    expect(() => parseOptions(args)).toThrow(
+      expect.objectContaining({
+        code: DemoErrorCode.Usage,
+        message: expect.stringContaining('--db mongo-sim runs the MongoDB replica-set simulator'),
+      }),
+    );
+  });
+
+  it('points mongodb:// URLs at --db mongo-sim', () => {
+    expect(() =>
+      parseOptions(['--primary-url', 'mongodb://p:27017', '--replica-url', 'mongodb://r:27017']),
+    ).toThrow(
+      expect.objectContaining({
+        code: DemoErrorCode.Usage,
+        message: expect.stringContaining('(--db mongo-sim), which takes no URLs'),
+      }),
+    );
+  });
+
   it.each([
     [['--db', 'oracle']],
+    [['--db', 'mongo']],
     [['--primary-url', 'mysql://p', '--replica-url', 'mysql://r']],
     [['--db', 'mysql', '--primary-url', 'postgres://p', '--replica-url', 'postgres://r']],
     [['--db', 'mariadb', '--primary-url', 'mysql://p', '--replica-url', 'r.example:3306']],
@@ -172,6 +208,37 @@ describe('workload helpers', () => {
     expect(labMariadbCovers(applied, parseLabMariadbPosition('2-1-1'))).toBe(false);
     expect(labMariadbCovers(applied, parseLabMariadbPosition(''))).toBe(true);
     expect(() => parseLabMariadbPosition('0-1')).toThrow();
+  });
+
+  it('orders MongoDB oplog times by seconds, then ordinal', () => {
+    const early = opTimeToBigInt({ t: 1_700_000_000, i: 4_000_000_000 });
+    const later = opTimeToBigInt({ t: 1_700_000_001, i: 1 });
+    expect(later > early).toBe(true);
+    expect(opTimeToBigInt({ t: 5, i: 2 }) > opTimeToBigInt({ t: 5, i: 1 })).toBe(true);
+    expect(opTimeToBigInt({ t: 5, i: 2 })).toBe((5n << 32n) | 2n);
+  });
+
+  it("reads a MongoDB member's applied optime and lag from its hello reply", () => {
+    const reply = (applied: number, clusterTime?: number) => ({
+      lastWrite: { opTime: { ts: { t: applied, i: 3 }, t: 1 } },
+      ...(clusterTime === undefined
+        ? {}
+        : { $clusterTime: { clusterTime: { t: clusterTime, i: 9 } } }),
+    });
+    expect(appliedOpTime(reply(100))).toEqual({ t: 100, i: 3 });
+    expect(() => appliedOpTime({ ismaster: true })).toThrow(/lastWrite/);
+    // Caught up: the newest time it has heard of is the one it applied.
+    expect(labLagSeconds(reply(100, 100))).toBe(0);
+    // Replay paused for 7 s while it kept hearing of newer writes.
+    expect(labLagSeconds(reply(100, 107))).toBe(7);
+    // No cluster time: unknown, which the lab router treats as "do not read here".
+    expect(labLagSeconds(reply(100))).toBeUndefined();
+  });
+
+  it('takes the host of the direct replica URL for the MongoDB adapter', () => {
+    expect(memberHost('mongodb://127.0.0.1:40123/?directConnection=true')).toBe('127.0.0.1:40123');
+    expect(memberHost('mongodb://user:pw@db2:27017')).toBe('db2:27017');
+    expect(() => memberHost('mongodb://a:1,b:2/?replicaSet=rs')).toThrow(/one-member/);
   });
 
   it('compares LSNs numerically, not as text', () => {

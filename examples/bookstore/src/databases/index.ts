@@ -18,5 +18,7 @@ export async function withDatabase<R>(
       return use((await import('./mysql/index.js')).mysqlDatabase);
     case 'mariadb':
       return use((await import('./mysql/index.js')).mariadbDatabase);
+    case 'mongo-sim':
+      return use((await import('./mongo-sim/index.js')).mongoSimDatabase);
   }
 }

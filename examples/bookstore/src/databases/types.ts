@@ -1,8 +1,11 @@
 import type { TidemarkSettings } from '../strategies/tidemark-settings.js';
 import type { Strategy, StrategyContext } from '../strategies/types.js';
 
-/** The databases the demo runs on: `--db pg|mysql|mariadb`. */
-export const DB_NAMES = ['pg', 'mysql', 'mariadb'] as const;
+/**
+ * The databases the demo runs on: `--db pg|mysql|mariadb|mongo-sim`. `mongo-sim` is MongoDB on the
+ * test harness's in-process replica-set SIMULATOR, not a real mongod.
+ */
+export const DB_NAMES = ['pg', 'mysql', 'mariadb', 'mongo-sim'] as const;
 export type DbName = (typeof DB_NAMES)[number];
 
 /** A small pool of connections to one server, in the database driver's own connection type. */
@@ -74,6 +77,11 @@ export interface DatabaseTexts {
   /** Tidemark's adapter and how it waits, for the tidemark header line. */
   readonly tidemarkAdapter: string;
   readonly tidemarkWait: string;
+  /**
+   * A caveat printed under the header and under the summary (human output only), e.g. that the
+   * cluster is a simulator. Undefined: none.
+   */
+  readonly notice?: string;
 }
 
 /** Everything database-specific in the demo, behind one interface; `C` is the connection type. */
