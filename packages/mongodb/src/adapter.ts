@@ -77,6 +77,8 @@ export interface MongoAdapterStats {
 /** Server error codes that mean "this member cannot serve now", worth one retry elsewhere. */
 const RETRYABLE_CODES = new Set([6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436]);
 const MAX_TIME_EXPIRED = 50;
+/** How long past its own maxTimeMS a server-side wait may take before the client gives up. */
+const WAIT_GRACE_MS = 100;
 
 interface HelloLastWrite {
   opTime?: { ts?: BSON.Timestamp; t?: number | BSON.Long };
@@ -253,26 +255,36 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     replicaId: string,
     position: MongoPosition,
     timeoutMs: number,
+    context?: { signal: AbortSignal },
   ): Promise<WaitOutcome<MongoPosition>> {
     const client = this.client(replicaId);
     const session = client.startSession({ causalConsistency: false });
-    try {
-      // A token from another process names a time this client has not seen; a real server
-      // rejects afterClusterTime beyond the gossiped cluster time, so gossip the signed one.
-      if (position.clusterTime) session.advanceClusterTime(toClusterTime(position.clusterTime));
-      const reply = await client.db(this.database).command(
-        {
-          find: this.waitCollection,
-          filter: {},
-          limit: 1,
-          readConcern: {
-            level: this.readConcernLevel,
-            afterClusterTime: toTimestamp(position.time),
-          },
-          maxTimeMS: Math.max(1, Math.ceil(timeoutMs)),
+    // A token from another process names a time this client has not seen; a real server
+    // rejects afterClusterTime beyond the gossiped cluster time, so gossip the signed one.
+    if (position.clusterTime) session.advanceClusterTime(toClusterTime(position.clusterTime));
+    const command = client.db(this.database).command(
+      {
+        find: this.waitCollection,
+        filter: {},
+        limit: 1,
+        readConcern: {
+          level: this.readConcernLevel,
+          afterClusterTime: toTimestamp(position.time),
         },
-        { session },
-      );
+        maxTimeMS: Math.max(1, Math.ceil(timeoutMs)),
+      },
+      { session },
+    );
+    // The session ends once the command settles, even when the wait gave up on it earlier.
+    void command.then(
+      () => session.endSession(),
+      () => session.endSession(),
+    );
+    try {
+      // maxTimeMS bounds the wait on the server; this bounds it on the client too, where a
+      // member that went down would hold the command in server selection for seconds.
+      const reply = await settleWithin(command, timeoutMs + WAIT_GRACE_MS, context?.signal);
+      if (reply === GAVE_UP) return { outcome: 'timeout' };
       const operationTime = reply.operationTime as BSON.Timestamp | undefined;
       return operationTime
         ? { outcome: 'reached', applied: { time: fromTimestamp(operationTime), term: 0 } }
@@ -282,8 +294,6 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
         return { outcome: 'timeout' };
       }
       throw error;
-    } finally {
-      await session.endSession();
     }
   }
 
@@ -360,6 +370,43 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
       },
     };
   }
+}
+
+const GAVE_UP = Symbol('gave up');
+
+/**
+ * `work`, unless `ms` pass or `signal` aborts first: then {@link GAVE_UP}. The work itself runs
+ * on (its errors are dropped), so callers must not need its side effects.
+ */
+function settleWithin<T>(
+  work: Promise<T>,
+  ms: number,
+  signal: AbortSignal | undefined,
+): Promise<T | typeof GAVE_UP> {
+  work.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', giveUp);
+    };
+    const giveUp = () => {
+      done();
+      resolve(GAVE_UP);
+    };
+    const timer = setTimeout(giveUp, ms);
+    if (signal?.aborted) giveUp();
+    else signal?.addEventListener('abort', giveUp, { once: true });
+    work.then(
+      (value) => {
+        done();
+        resolve(value);
+      },
+      (error: unknown) => {
+        done();
+        reject(error);
+      },
+    );
+  });
 }
 
 function positionFromOpTime(opTime: HelloLastWrite['opTime']): MongoPosition {

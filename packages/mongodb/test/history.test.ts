@@ -213,4 +213,21 @@ describe('routed reads (simulator)', () => {
     expect(userFind?.readConcern?.afterClusterTime?.t).toBe(required.time.t);
     expect(userFind?.readConcern?.afterClusterTime?.i).toBe(required.time.i);
   });
+
+  it('a bounded wait on a member that went down gives up at its budget instead of failing later', async () => {
+    const simulator = await simulatedSet();
+    const adapter = adapterFor(simulator);
+    const { position } = await adapter.write(insert(50));
+    await simulator.kill('n1');
+    // Server selection for the dead member would take serverSelectionTimeoutMS (2 s) and then
+    // throw; the wait must answer "timeout" at its own budget so the router can fall back.
+    const started = performance.now();
+    const outcome = await adapter.waitFor('n1', position, 100);
+    console.log(
+      `[mongo-sim] wait on a killed member: ${JSON.stringify(outcome)} after ${Math.round(performance.now() - started)} ms`,
+    );
+    expect(outcome).toEqual({ outcome: 'timeout' });
+    const aborted = await adapter.waitFor('n1', position, 5000, { signal: AbortSignal.abort() });
+    expect(aborted).toEqual({ outcome: 'timeout' });
+  });
 });
