@@ -2,8 +2,11 @@ import type { TokenCodec } from '@tidemark/core';
 import type { Job, JobsOptions, Queue } from 'bullmq';
 import { type JobSessionOptions, runJobInSession, type StampedPayload, stampJob } from './jobs.js';
 
-/** `queue.add` with the current session's token stamped into the job data. */
-export function addWithToken<T extends object>(
+/**
+ * `queue.add` with the current session's token stamped into the job data. A token that cannot
+ * be encoded (too many clusters for the codec) rejects the returned promise; it never throws.
+ */
+export async function addWithToken<T extends object>(
   queue: Queue,
   name: string,
   data: T,
