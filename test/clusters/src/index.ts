@@ -65,3 +65,4 @@ export async function startCluster(
   return provider.start(target, startOptions);
 }
 export * from './mongo-sim/index.js';
+export { mongoReplicaSetUri } from './mongo-url.js';

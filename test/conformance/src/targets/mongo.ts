@@ -4,7 +4,12 @@ import {
   type MongoConnection,
   type MongoPosition,
 } from '@tidemark/mongodb';
-import { type Cluster, getProvider, startCluster } from '@tidemark/test-clusters';
+import {
+  type Cluster,
+  getProvider,
+  mongoReplicaSetUri,
+  startCluster,
+} from '@tidemark/test-clusters';
 import type { AdapterNeeds, BadPositions, ConformanceTarget, Workload } from '../types.js';
 
 /** The cluster targets the MongoDB adapter is proven against; they share this module. */
@@ -62,16 +67,6 @@ const mongoBadPositions: BadPositions<MongoPosition> = {
   invalidText: 'not-a-mongo-position',
 };
 
-/** Every member's `host:port` and the set name, from the cluster's node URLs. */
-function replicaSetUri(cluster: Cluster, writeConcern: 'majority' | '1'): string {
-  const hosts = cluster.nodes().map((node) => `${node.host}:${node.port}`);
-  const setName = new URL(cluster.primary().url).searchParams.get('replicaSet');
-  if (!setName) {
-    throw new Error(`MongoDB cluster URL ${cluster.primary().url} names no replicaSet.`);
-  }
-  return `mongodb://${hosts.join(',')}/?replicaSet=${encodeURIComponent(setName)}&w=${writeConcern}`;
-}
-
 /**
  * Replica ids are the cluster's node names (`n1`, `n2`), so scenarios can pause or kill the
  * replica a route decision names. Writes use majority write concern, the adapter's default
@@ -84,7 +79,7 @@ function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}): MongoAdapter {
   }
   const lossy = needs.unreplicatedWrites === true;
   return new MongoAdapterClass({
-    uri: replicaSetUri(cluster, lossy ? '1' : 'majority'),
+    uri: mongoReplicaSetUri(cluster, lossy ? '1' : 'majority'),
     database: DATABASE,
     replicas,
     allowNonMajorityWrites: lossy,

@@ -1,4 +1,4 @@
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, mongoReplicaSetUri, startCluster } from '@tidemark/test-clusters';
 import { type Document, MongoClient } from 'mongodb';
 import { DemoError, DemoErrorCode } from '../../errors.js';
 import { describeError, sleep } from '../text.js';
@@ -80,15 +80,13 @@ export async function startSimulatorCluster(book: MongoOrderBook): Promise<DemoC
  * `w=majority` (which `@tidemark/mongodb` requires for writes; the baselines write with it too).
  */
 export function replicaSetUri(cluster: Pick<Cluster, 'nodes' | 'primary'>): string {
-  const hosts = cluster.nodes().map((node) => `${node.host}:${node.port}`);
-  const setName = new URL(cluster.primary().url).searchParams.get('replicaSet');
-  if (!setName) {
-    throw new DemoError(
-      DemoErrorCode.Cluster,
-      `The simulator's URL ${cluster.primary().url} names no replicaSet.`,
-    );
+  try {
+    return mongoReplicaSetUri(cluster, 'majority');
+  } catch (error) {
+    throw new DemoError(DemoErrorCode.Cluster, `Simulator: ${describeError(error)}`, {
+      cause: error,
+    });
   }
-  return `mongodb://${hosts.join(',')}/?replicaSet=${encodeURIComponent(setName)}&w=majority`;
 }
 
 /** Wait until the replica has applied the primary's newest oplog entry (hello's lastWrite). */
