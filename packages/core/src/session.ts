@@ -1,5 +1,17 @@
+import { ErrorCode, TidemarkError } from './errors.js';
 import type { PositionCodec } from './position.js';
 import type { TokenData } from './token.js';
+
+/**
+ * A position a read observed that is not known yet: the router settles it from a probe of the
+ * same node sent after the read finished (one probe serves every read that finished before it).
+ */
+export interface PendingPosition {
+  /** The node the read ran on: `primary` or a replica id. */
+  readonly target: string;
+  /** Find the position and raise the session with it. Rejects (typed) when it cannot. */
+  settle(): Promise<void>;
+}
 
 interface Entry {
   text: string;
@@ -14,6 +26,7 @@ interface Entry {
  */
 export class Session {
   private readonly entries = new Map<string, Entry>();
+  private readonly pending = new Map<string, PendingPosition[]>();
   private changes = 0;
 
   /** Build a session from decoded token data (see {@link TokenCodec.decode}). */
@@ -87,8 +100,62 @@ export class Session {
     if (this.entries.delete(cluster)) this.changes++;
   }
 
-  /** Plain data for {@link TokenCodec.encode}. */
+  /**
+   * Record a position to settle later (routers do this after a read). A later read on the same
+   * node supersedes an earlier one: its settlement covers both.
+   */
+  defer(cluster: string, pending: PendingPosition): void {
+    const list = (this.pending.get(cluster) ?? []).filter((p) => p.target !== pending.target);
+    list.push(pending);
+    this.pending.set(cluster, list);
+  }
+
+  /** Nodes with reads whose positions are not settled yet, for one cluster. */
+  pendingTargets(cluster: string): string[] {
+    return (this.pending.get(cluster) ?? []).map((p) => p.target);
+  }
+
+  /** True while some read's position is not settled yet. */
+  get unsettled(): boolean {
+    return this.pending.size > 0;
+  }
+
+  /**
+   * Settle every pending position (or one cluster's): after this the token holds everything the
+   * session's reads observed. Carriers call it before they encode. Positions that could not be
+   * settled stay pending and the first error is thrown (typed, retryable).
+   */
+  async settled(cluster?: string): Promise<void> {
+    const clusters = cluster === undefined ? [...this.pending.keys()] : [cluster];
+    let failure: unknown;
+    for (const name of clusters) {
+      const list = this.pending.get(name);
+      if (!list) continue;
+      const results = await Promise.allSettled(list.map((p) => p.settle()));
+      const done = new Set(list.filter((_, i) => results[i]?.status === 'fulfilled'));
+      // Reads that finished meanwhile added entries of their own: keep those.
+      const left = (this.pending.get(name) ?? []).filter((p) => !done.has(p));
+      if (left.length > 0) this.pending.set(name, left);
+      else this.pending.delete(name);
+      const rejected = results.find((r) => r.status === 'rejected');
+      if (rejected && failure === undefined) failure = rejected.reason;
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * Plain data for {@link TokenCodec.encode}.
+   *
+   * @throws TidemarkError `TIDEMARK_UNSETTLED` while a read's position is pending: encoding now
+   *   would hand out a token older than what the session saw. `await session.settled()` first.
+   */
   toTokenData(): { positions: Record<string, string> } {
+    if (this.unsettled) {
+      throw new TidemarkError(
+        ErrorCode.Unsettled,
+        'The session has read positions that are not settled yet; await session.settled() before encoding its token (the HTTP carriers and the Redis store do this for you).',
+      );
+    }
     // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
     const positions: Record<string, string> = Object.fromEntries(
       [...this.entries].map(([cluster, entry]) => [cluster, entry.text]),
