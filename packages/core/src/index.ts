@@ -57,7 +57,7 @@ export {
   type SelectionPolicy,
   selectionPolicy,
 } from './selection.js';
-export { Session } from './session.js';
+export { type FromTokenOptions, Session } from './session.js';
 export {
   assertClusterName,
   type SigningKey,
