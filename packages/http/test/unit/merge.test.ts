@@ -302,6 +302,25 @@ describe('robustness', () => {
     expect(carrier.metrics().unknownClusters).toBe(1);
   });
 
+  it('never throws on arbitrary header and cookie text with routers configured (fast-check)', async () => {
+    const carrier = carrierWith();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(fc.string({ unit: 'binary', maxLength: 3000 })),
+        fc.option(fc.string({ unit: 'grapheme', maxLength: 300 })),
+        async (header, cookie) => {
+          const headers: Record<string, string> = {};
+          if (header !== null) headers['x-tidemark-token'] = header;
+          if (cookie !== null) headers['cookie'] = `tidemark=${cookie}`;
+          const scope = await scopeOf(carrier, headers);
+          expect(scope.session.clusters()).toEqual([]);
+          scope.responseHeaders(false);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+
   it('never throws and keeps only known, decodable positions for arbitrary tokens (fast-check)', async () => {
     const carrier = carrierWith({ codec: unsigned });
     const name = fc.oneof(
