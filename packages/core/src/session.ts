@@ -1,6 +1,17 @@
-import { ErrorCode, TidemarkError } from './errors.js';
+import { ErrorCode, TidemarkError, TokenError } from './errors.js';
 import type { PositionCodec } from './position.js';
-import type { TokenData } from './token.js';
+import { isClusterName, type TokenData } from './token.js';
+
+/** Default limit of {@link Session.fromToken}: four times a TokenCodec's default maxClusters. */
+const DEFAULT_MAX_CLUSTERS = 64;
+
+export interface FromTokenOptions {
+  /**
+   * Most clusters the data may name. Default 64; pass your TokenCodec's `maxClusters` when you
+   * raised it above that.
+   */
+  maxClusters?: number;
+}
 
 /**
  * A position a read observed that is not known yet: the router settles it from a probe of the
@@ -29,14 +40,17 @@ export class Session {
   private readonly pending = new Map<string, PendingPosition[]>();
   private changes = 0;
 
-  /** Build a session from decoded token data (see {@link TokenCodec.decode}). */
-  static fromToken(data: TokenData | undefined): Session {
+  /**
+   * Build a session from decoded token data (see {@link TokenCodec.decode}); `undefined` or
+   * `null` is a new session. Position texts stay opaque until a router decodes them with its
+   * codec. Throws a {@link TokenError} (`TIDEMARK_TOKEN_MALFORMED`, or `TIDEMARK_TOKEN_TOO_LARGE`
+   * over `maxClusters`) when `data` does not have the shape `decode` returns.
+   */
+  static fromToken(data: TokenData | undefined | null, options: FromTokenOptions = {}): Session {
     const session = new Session();
-    if (data) {
-      for (const [cluster, text] of Object.entries(data.positions)) {
-        session.entries.set(cluster, { text });
-      }
-    }
+    if (data === undefined || data === null) return session;
+    const positions = validPositions(data, options.maxClusters ?? DEFAULT_MAX_CLUSTERS);
+    for (const [cluster, text] of positions) session.entries.set(cluster, { text });
     return session;
   }
 
@@ -162,4 +176,52 @@ export class Session {
     );
     return { positions };
   }
+}
+
+const SHAPE_HINT =
+  'Pass what TokenCodec.decode returns ({ positions: { <cluster>: <position text> }, issuedAt }), or undefined for a new session.';
+
+/** The entries of token data, checked for the shape TokenCodec.decode produces. */
+function validPositions(data: unknown, maxClusters: number): Array<[string, string]> {
+  if (typeof data !== 'object' || Array.isArray(data)) {
+    throw new TokenError(
+      ErrorCode.TokenMalformed,
+      `Token data must be an object, got ${shapeOf(data)}. ${SHAPE_HINT}`,
+    );
+  }
+  const positions = (data as { positions?: unknown }).positions;
+  if (typeof positions !== 'object' || positions === null || Array.isArray(positions)) {
+    throw new TokenError(
+      ErrorCode.TokenMalformed,
+      `Token data must have a positions object, got ${shapeOf(positions)}. ${SHAPE_HINT}`,
+    );
+  }
+  const entries = Object.entries(positions as Record<string, unknown>);
+  if (entries.length > maxClusters) {
+    throw new TokenError(
+      ErrorCode.TokenTooLarge,
+      `Token data names ${entries.length} clusters, more than the limit of ${maxClusters}. Pass { maxClusters } (your TokenCodec's limit) if this is intended.`,
+    );
+  }
+  for (const [cluster, text] of entries) {
+    if (!isClusterName(cluster)) {
+      throw new TokenError(
+        ErrorCode.TokenMalformed,
+        `Token data names cluster ${JSON.stringify(cluster.slice(0, 80))}, which is not a cluster name (1-64 characters from A-Z a-z 0-9 _ -). ${SHAPE_HINT}`,
+      );
+    }
+    if (typeof text !== 'string') {
+      throw new TokenError(
+        ErrorCode.TokenMalformed,
+        `The position for cluster "${cluster}" must be the position's text (a string), got ${shapeOf(text)}. ${SHAPE_HINT}`,
+      );
+    }
+  }
+  return entries as Array<[string, string]>;
+}
+
+function shapeOf(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'string' ? 'a string' : typeof value;
 }
