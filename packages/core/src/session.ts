@@ -170,6 +170,15 @@ export class Session {
         'The session has read positions that are not settled yet; await session.settled() before encoding its token (the HTTP carriers and the Redis store do this for you).',
       );
     }
+    return this.settledTokenData();
+  }
+
+  /**
+   * The positions settled so far, even while reads are pending: LOWER than what those reads saw.
+   * Only for a caller that cannot wait any more (response headers already going out on a
+   * streamed response); everyone else uses {@link Session.toTokenData} after `settled()`.
+   */
+  settledTokenData(): { positions: Record<string, string> } {
     // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
     const positions: Record<string, string> = Object.fromEntries(
       [...this.entries].map(([cluster, entry]) => [cluster, entry.text]),

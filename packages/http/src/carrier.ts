@@ -137,6 +137,13 @@ export interface CarrierMetrics {
   storeMerges: number;
   storeRaises: number;
   storeErrors: number;
+  /**
+   * Responses whose headers went out while a read's position was still pending (a streamed
+   * Express response that wrote before it ended): their token holds only the settled part.
+   */
+  unsettledResponses: number;
+  /** Pending read positions that could not be settled before the response (node and primary down). */
+  settleErrors: number;
 }
 
 /** What a framework adapter sends when the bad-token policy is `reject`. */
@@ -185,6 +192,8 @@ export class TokenCarrier {
     storeMerges: 0,
     storeRaises: 0,
     storeErrors: 0,
+    unsettledResponses: 0,
+    settleErrors: 0,
   };
 
   constructor(options: TokenCarrierOptions) {
@@ -415,6 +424,7 @@ export class TokenCarrier {
   ): Array<[string, string]> {
     const headers: Array<[string, string]> = [];
     let token: string | undefined;
+    if (session.unsettled) this.counters.unsettledResponses++;
     if (session.clusters().length > 0) {
       try {
         token = this.codec.encode({ positions: writtenPositions(session, carried) });
@@ -454,12 +464,24 @@ export class TokenCarrier {
     return headers;
   }
 
+  /** @internal Settle the session's pending read positions; failures are counted, never thrown. */
+  async settle(session: Session): Promise<void> {
+    try {
+      await session.settled();
+    } catch {
+      this.counters.settleErrors++;
+    }
+  }
+
   /** @internal Raise the user's stored token; failures are counted, never thrown. */
   async raiseStored(userId: string, session: Session): Promise<void> {
     const store = this.store;
     if (!store) return;
     try {
-      await withTimeout(store.raise(userId, session.toTokenData().positions), this.storeTimeoutMs);
+      await withTimeout(
+        store.raise(userId, session.settledTokenData().positions),
+        this.storeTimeoutMs,
+      );
       this.counters.storeRaises++;
     } catch (error) {
       this.storeFailed('raise', error);
@@ -605,14 +627,21 @@ export class CarrierScope {
    * completes, so the next request from any device finds the raised token.
    */
   commit(): Promise<void> {
-    this.committed ??=
+    this.committed ??= this.settleAndRaise();
+    return this.committed;
+  }
+
+  /** Settle what the request's reads observed (invariant 3), then raise the store with it. */
+  private async settleAndRaise(): Promise<void> {
+    if (this.session.unsettled) await this.carrier.settle(this.session);
+    if (
       this.userId !== undefined &&
       this.carrier.store &&
       (this.changed || this.origin.storeBehind) &&
       this.session.clusters().length > 0
-        ? this.carrier.raiseStored(this.userId, this.session)
-        : Promise.resolve();
-    return this.committed;
+    ) {
+      await this.carrier.raiseStored(this.userId, this.session);
+    }
   }
 
   /**
@@ -677,7 +706,9 @@ function writtenPositions(
   session: Session,
   carried: ReadonlyMap<string, Carried> | undefined,
 ): Record<string, string> {
-  const positions = new Map(Object.entries(session.toTokenData().positions));
+  // Settled by commit() before the headers on every normal path; only a streamed response that
+  // wrote first gets here with reads pending (counted in unsettledResponses).
+  const positions = new Map(Object.entries(session.settledTokenData().positions));
   for (const [cluster, { codec, position }] of carried ?? []) {
     if (!positions.has(cluster)) continue;
     let current: unknown;

@@ -40,6 +40,8 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
     init?: RequestInit,
   ): Promise<Response> => {
     const session = maybeCurrentSession();
+    // What this request's reads saw must travel too (invariant 3).
+    await session?.settled();
     if (!session || session.clusters().length === 0) return inner(input, init);
     const headers = new Headers(
       init?.headers ?? (input instanceof Request ? input.headers : undefined),

@@ -94,3 +94,28 @@ describe('carrier + router', () => {
     expect(carrier.metrics().badTokens).toEqual({ TIDEMARK_POSITION_INVALID: 1 });
   });
 });
+
+describe('carrier + router: positions that reads observe', () => {
+  it('a read whose position is settled later still reaches the response token (invariant 3)', async () => {
+    // An adapter that reports nothing with the read: the router settles it from a probe.
+    const { adapter, state } = memoryCluster(12, 12);
+    const silent: Adapter<HistoryPosition, string> = {
+      ...adapter,
+      read: async (target, fn) => ({ value: await fn(target) }),
+    };
+    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
+    routers.push(router);
+    await router.ready();
+    state.replicaSeq = 15; // the replica moved on before the read: the read saw 15
+    const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
+    const scope = await carrier.begin({ header: () => undefined, secure: false });
+    if (isRejection(scope)) throw new Error('rejected');
+    await scope.run(() => router.readDetailed(currentSession(), async (seq) => seq));
+    expect(scope.session.unsettled).toBe(true);
+    await scope.commit();
+    const cookie = scope.responseHeaders(false).find(([name]) => name === 'set-cookie')?.[1] ?? '';
+    const token = cookie.split(';')[0]?.slice('tidemark='.length) ?? '';
+    expect(historyCodec.decode(codec.decode(token).positions['main'] ?? '').seq).toBe(15);
+    expect(carrier.metrics()).toMatchObject({ unsettledResponses: 0, settleErrors: 0 });
+  });
+});
