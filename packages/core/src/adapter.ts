@@ -11,6 +11,14 @@ export interface WriteOptions {
    * Default true: adapters then capture the position together with the commit.
    */
   transaction?: boolean;
+  /**
+   * False (what `Router.write` passes): a capture that would cost a round trip on the write's
+   * connection may be skipped, returning no `position`; the router then settles it from a
+   * primary probe sent after the write, shared by every write that finished before it
+   * (invariant 1). Free captures (OK packets, replies, a capture pipelined with COMMIT) are
+   * returned anyway. Undefined or true: always capture.
+   */
+  capture?: boolean;
 }
 
 export interface ReadContext<P = unknown> {
@@ -45,9 +53,15 @@ export interface ReadOutcome<T, P> {
 /** What an adapter returns from a write. */
 export interface WriteOutcome<T, P> {
   readonly value: T;
-  /** Position captured after the commit was acknowledged, on the committing connection. */
-  readonly position: P;
+  /**
+   * Position captured after the commit was acknowledged, on the committing connection.
+   * Undefined only when the caller passed `capture: false` and capturing was not free.
+   */
+  readonly position: P | undefined;
 }
+
+/** A write whose position was captured (every write unless `capture: false` was passed). */
+export type CapturedWrite<T, P> = WriteOutcome<T, P> & { readonly position: P };
 
 /** How a session position relates to the primary's history. */
 export type PrimaryVerdict = 'ok' | 'impossible' | 'other-history';

@@ -1,5 +1,6 @@
 export type {
   Adapter,
+  CapturedWrite,
   PrimaryVerdict,
   ReadContext,
   ReadOutcome,

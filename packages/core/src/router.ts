@@ -115,7 +115,8 @@ export interface RouterEvents<P> {
     history: ReplicaHistory;
     previous: ReplicaHistory;
   }) => void;
-  write: (event: { cluster: string; position: P; durationMs: number }) => void;
+  /** A write finished; `position` is undefined while its capture is deferred (`Router.write`). */
+  write: (event: { cluster: string; position: P | undefined; durationMs: number }) => void;
   'replica-state': (state: ReplicaState<P>) => void;
 }
 
@@ -276,7 +277,7 @@ export class Router<P, C> {
     fn: (connection: C) => Promise<T>,
     options: WriteOptions = {},
   ): Promise<T> {
-    return (await this.writeDetailed(session, fn, options)).value;
+    return (await this.runWrite(session, fn, { capture: false, ...options })).value;
   }
 
   /**
@@ -291,9 +292,35 @@ export class Router<P, C> {
     fn: (connection: C) => Promise<T>,
     options: WriteOptions = {},
   ): Promise<WriteResult<T>> {
+    // The verdict is part of the answer, so the position is captured now.
+    return this.runWrite(session, fn, { ...options, capture: true });
+  }
+
+  private async runWrite<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<WriteResult<T>> {
     this.assertOpen();
     const started = this.clock.now();
+    const before = this.monitor.primaryPosition();
     const { value, position } = await this.adapter.write(fn, options);
+    if (position === undefined) {
+      this.counters.writes++;
+      const ticket = this.monitor.ticket();
+      session.defer(this.cluster, {
+        target: PRIMARY,
+        settle: () => this.settleWrite(session, ticket, before),
+      });
+      if (this.events.has('write')) {
+        this.events.emit('write', {
+          cluster: this.cluster,
+          position: undefined,
+          durationMs: this.clock.now() - started,
+        });
+      }
+      return { value, lostWrite: undefined };
+    }
     this.monitor.observePrimary(position);
     this.counters.writes++;
     const lostWrite = await this.raiseAfterWrite(session, position);
@@ -818,6 +845,43 @@ export class Router<P, C> {
       return;
     }
     session.defer(this.cluster, pending);
+  }
+
+  /**
+   * A write whose position was not captured (it would have cost a round trip on its connection):
+   * any primary position sampled after it finished covers its commit (invariant 1), provided the
+   * primary is still on the same history as before the write. If it is not, the write may have
+   * been lost in a failover in between: reported as an unverified lost write.
+   */
+  private async settleWrite(
+    session: Session,
+    ticket: number,
+    before: P | undefined,
+  ): Promise<void> {
+    let after: P;
+    try {
+      after = await this.monitor.primaryAfter(ticket);
+    } catch (error) {
+      throw new TidemarkError(
+        ErrorCode.ReadFailed,
+        `The position of a write on cluster "${this.cluster}" could not be settled: the primary did not answer a probe. Retry shortly; the session keeps the write pending.`,
+        { retryable: true, cause: error },
+      );
+    }
+    const codec = this.adapter.codec;
+    if (before !== undefined && codec.compare(after, before) === 'other-history') {
+      session.forget(this.cluster);
+      session.raise(this.cluster, codec, after);
+      this.counters.lostWrites++;
+      this.events.emit('lost-write', {
+        cluster: this.cluster,
+        position: codec.encode(before),
+        verdict: 'unverified',
+        written: after,
+      });
+      return;
+    }
+    await this.raiseAfterWrite(session, after);
   }
 
   /**

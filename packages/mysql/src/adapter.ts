@@ -1,5 +1,6 @@
 import {
   type Adapter,
+  type CapturedWrite,
   ConfigError,
   ErrorCode,
   type PositionCodec,
@@ -12,7 +13,6 @@ import {
   TidemarkError,
   type WaitOutcome,
   type WriteOptions,
-  type WriteOutcome,
 } from '@tidemark/core';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import type { OkPacket, TripCounter } from './connection-tap.js';
@@ -197,7 +197,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   async write<T>(
     fn: (connection: PoolConnection) => Promise<T>,
     options: WriteOptions,
-  ): Promise<WriteOutcome<T, P>> {
+  ): Promise<CapturedWrite<T, P>> {
     this.assertOpen();
     this.writeTrips.operations++;
     const managed = options.transaction ?? true;

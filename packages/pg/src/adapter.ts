@@ -1,5 +1,6 @@
 import {
   type Adapter,
+  type CapturedWrite,
   ConfigError,
   ErrorCode,
   type PositionCodec,
@@ -66,6 +67,19 @@ export interface PgRoundTrips {
 }
 
 export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
+  /**
+   * Run `fn` on the primary and capture the position after the commit. With `capture: false`
+   * an autocommit write (`transaction: false`) skips the capture query and returns no position
+   * (the router settles it from a shared primary probe); otherwise the position is always there.
+   */
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions & { capture: false },
+  ): Promise<WriteOutcome<T, PgPosition>>;
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<CapturedWrite<T, PgPosition>>;
   /** Timeline switches learned from the servers; the codec consults it. */
   readonly history: TimelineHistory;
   roundTrips(): PgRoundTrips;
@@ -161,6 +175,14 @@ class PgClusterAdapter implements PgAdapter {
     });
   }
 
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions & { capture: false },
+  ): Promise<WriteOutcome<T, PgPosition>>;
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<CapturedWrite<T, PgPosition>>;
   async write<T>(
     fn: (connection: pg.PoolClient) => Promise<T>,
     options: WriteOptions,
@@ -168,8 +190,9 @@ class PgClusterAdapter implements PgAdapter {
     this.assertOpen();
     this.writeTrips.operations++;
     const managed = options.transaction ?? true;
+    const capture = options.capture ?? true;
     return withClient(this.primaryWrite, { counter: this.writeTrips }, (client) =>
-      managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn),
+      managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn, capture),
     );
   }
 
@@ -268,13 +291,22 @@ class PgClusterAdapter implements PgAdapter {
     return { value, position: primaryPosition(capture.rows[0], this.geometry) };
   }
 
-  /** The callback commits by itself; one extra query captures the position after it. */
+  /**
+   * The callback commits by itself. Capturing after it costs one more query on this connection,
+   * so when the caller allows it (`capture: false`) and the driver says the session is outside
+   * any transaction, the write returns at once and the router settles its position from a shared
+   * primary probe. Drivers that do not report the transaction status always capture (the query
+   * also proves that nothing was left open).
+   */
   private async writeAutocommit<T>(
     client: pg.PoolClient,
     fn: (connection: pg.PoolClient) => Promise<T>,
+    capture: boolean,
   ): Promise<WriteOutcome<T, PgPosition>> {
     const value = await fn(client);
-    if (transactionIdle(client) === false) await this.refuseOpenTransaction(client);
+    const idle = transactionIdle(client);
+    if (idle === false) await this.refuseOpenTransaction(client);
+    if (idle === true && !capture) return { value, position: undefined };
     const row = (await client.query(AUTOCOMMIT_CAPTURE_SQL)).rows[0] as Record<string, unknown>;
     if (row?.['in_transaction'] === true) await this.refuseOpenTransaction(client);
     return { value, position: primaryPosition(row, this.geometry) };

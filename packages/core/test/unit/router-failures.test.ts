@@ -226,3 +226,48 @@ describe('fallback cap for other-history positions (invariant 5, 8)', () => {
     expect(honest).toEqual(Array(5).fill('primary-fallback'));
   });
 });
+
+describe('deferred write capture (invariant 1)', () => {
+  /** An adapter that skips the capture when allowed, as the pg adapter does for autocommit. */
+  function uncaptured(f: Fixture): void {
+    const write = f.adapter.write.bind(f.adapter);
+    Object.assign(f.adapter, {
+      write: async (fn: never, options: { capture?: boolean }) => {
+        const outcome = await write(fn, options);
+        return options.capture === false ? { value: outcome.value } : outcome;
+      },
+    });
+  }
+
+  it('settles from a primary probe sent after the write, before the next read routes', async () => {
+    const f = await routerFixture();
+    uncaptured(f);
+    const session = new Session();
+    await f.clock.run(f.router.write(session, async () => 'ok'));
+    expect(session.pendingTargets('default')).toEqual(['primary']);
+    // Replicas still at 1.10; the write made the primary 1.11: the read must not see 1.10.
+    const { decision } = await f.read(session);
+    expect(decision.target).toBe('primary');
+    expect(cpText(session.position('default', f.router.codec))).toBe('1.11');
+  });
+
+  it('one primary probe settles many writes that finished before it was sent', async () => {
+    const f = await routerFixture();
+    uncaptured(f);
+    const sessions = Array.from({ length: 6 }, () => new Session());
+    for (const session of sessions) await f.clock.run(f.router.write(session, async () => 'ok'));
+    const before = f.adapter.calls.probes.filter((p) => p.target === 'primary').length;
+    await f.clock.run(Promise.all(sessions.map((s) => s.settled())));
+    expect(f.adapter.calls.probes.filter((p) => p.target === 'primary').length - before).toBe(1);
+    expect(sessions.map((s) => s.positionText('default'))).toEqual(Array(6).fill('1.16'));
+  });
+
+  it('writeDetailed always captures: the verdict is part of its answer', async () => {
+    const f = await routerFixture();
+    uncaptured(f);
+    const session = new Session();
+    await f.clock.run(f.router.writeDetailed(session, async () => 'ok'));
+    expect(session.unsettled).toBe(false);
+    expect(session.positionText('default')).toBe('1.11');
+  });
+});

@@ -164,7 +164,9 @@ describe('writes raise the session', () => {
     expect(seenInsideWrite).toBeUndefined();
     expect(session.positionText('default')).toBe('1.11');
     expect(session.version).toBe(1);
-    expect(f.adapter.calls.writes.map((w) => w.options)).toEqual([{ transaction: false }]);
+    expect(f.adapter.calls.writes.map((w) => w.options)).toEqual([
+      { capture: false, transaction: false },
+    ]);
     expect(cpText(f.router.monitor.primaryPosition())).toBe('1.11');
     expect(f.events.write).toEqual([{ cluster: 'default', position: cp('1.11'), durationMs: 0 }]);
     expect(f.router.metrics().writes).toBe(1);
