@@ -47,3 +47,29 @@ export function unsupportedBy(
 ): (name: string) => Promise<void> {
   return async (name) => notSupported(provider, capability, name, why);
 }
+
+const EVERYTHING = capabilitySet(
+  'pause',
+  'kill',
+  'promote',
+  'promote-partial',
+  'cut-off',
+  'freeze',
+  'rejoin',
+);
+
+/**
+ * What a cluster of `target` started by `provider` will declare, known before starting one (the
+ * conformance suite names its not-applicable tests from it). Each cluster class declares its
+ * own `capabilities`; the tests of this package check that they agree with this table.
+ */
+export function providerCapabilities(
+  provider: string,
+  target: string,
+): ReadonlySet<ClusterCapability> {
+  if (provider === 'external') return capabilitySet('pause');
+  if (provider === 'testcontainers') return capabilitySet('pause', 'kill', 'promote');
+  // local: our own processes (or the in-process simulator); a real mongod only the original set.
+  if (target === 'mongo') return capabilitySet('pause', 'kill', 'promote');
+  return EVERYTHING;
+}

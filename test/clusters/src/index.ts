@@ -5,7 +5,12 @@ import { localProvider } from './providers/local/index.js';
 import { testcontainersProvider } from './providers/testcontainers.js';
 import type { Cluster, ClusterProvider, StartOptions } from './types.js';
 
-export { capabilitySet, notSupported, unsupportedBy } from './capabilities.js';
+export {
+  capabilitySet,
+  notSupported,
+  providerCapabilities,
+  unsupportedBy,
+} from './capabilities.js';
 // The concrete local clusters, for tests that need their data directory (e.g. to find their
 // processes) or, for MySQL-family clusters, the harness's admin account (adminUrl).
 export { LocalMysqlCluster } from './providers/local/mysql.js';

@@ -4,7 +4,13 @@
 // TIDEMARK_TARGETS (default pg15) and the MySQL family (default mysql97, mariadb1011).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_CAPABILITIES, type Cluster, MYSQL_TARGETS, startCluster } from '../src/index.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  MYSQL_TARGETS,
+  providerCapabilities,
+  startCluster,
+} from '../src/index.js';
 import { waitFor } from './helpers.js';
 
 function stagingTargets(): string[] {
@@ -72,6 +78,7 @@ describe.each(stagingTargets())('failure staging on local %s', (target) => {
 
   it('declares every capability', () => {
     expect([...cluster.capabilities].sort()).toEqual([...ALL_CAPABILITIES].sort());
+    expect([...providerCapabilities('local', target)].sort()).toEqual([...ALL_CAPABILITIES].sort());
   });
 
   it('cutOff stops a replica receiving while it keeps serving reads; reconnect resumes', async () => {

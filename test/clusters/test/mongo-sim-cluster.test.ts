@@ -3,7 +3,13 @@
 // harness's model (pause, kill, restart, promotion with rollback), not mongod.
 import { MongoClient } from 'mongodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ALL_CAPABILITIES, type Cluster, MongoSimCluster, startCluster } from '../src/index.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  MongoSimCluster,
+  providerCapabilities,
+  startCluster,
+} from '../src/index.js';
 
 const clusters: Cluster[] = [];
 const clients: MongoClient[] = [];
@@ -126,6 +132,9 @@ describe('mongo-sim cluster (simulator)', () => {
   it('declares every capability', async () => {
     const cluster = await simulated();
     expect([...cluster.capabilities].sort()).toEqual([...ALL_CAPABILITIES].sort());
+    expect([...providerCapabilities('local', 'mongo-sim')].sort()).toEqual(
+      [...ALL_CAPABILITIES].sort(),
+    );
   });
 
   it('cutOff: the member keeps answering reads and receives nothing until reconnect', async () => {
