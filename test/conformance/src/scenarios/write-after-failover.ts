@@ -125,39 +125,43 @@ export const writeAfterFailover: Scenario = {
       .then((r) => r.value.includes(w2.id));
 
     // Control: today's merge (session.raise of the new write's position) and a naive read.
-    const adapter = ctx.inspector();
-    const control = topology.carried();
-    const w2c = newOrder(ctx, customer, 'control write after the failover');
-    const written = await adapter.write((c) => workload.insertOrder(c, w2c), {});
-    control.raise(CLUSTER_NAME, adapter.codec, written.position);
-    const merged = control.position(CLUSTER_NAME, adapter.codec)!;
+    // (MongoDB: a w:1 write, as for the router above.)
+    const adapter = ctx.target.createAdapter(ctx.cluster, { unreplicatedWrites: true });
     let mergeCoveredByR1 = 'unknown';
-    try {
-      const probe = await adapter.probe(r1, {
-        signal: AbortSignal.timeout(2000),
-        primary: undefined,
-      });
-      mergeCoveredByR1 = adapter.codec.compare(probe.applied, merged);
-    } catch (error) {
-      mergeCoveredByR1 = `probe failed: ${errorText(error)}`;
-    }
-    const naive = ctx.naive();
     let controlMisses = 0;
     const controlOutcomes: string[] = [];
-    for (let i = 0; i < 2; i++) {
+    try {
+      const control = topology.carried();
+      const w2c = newOrder(ctx, customer, 'control write after the failover');
+      const written = await adapter.write((c) => workload.insertOrder(c, w2c), {});
+      control.raise(CLUSTER_NAME, adapter.codec, written.position);
+      const merged = control.position(CLUSTER_NAME, adapter.codec)!;
       try {
-        const { value, target } = await naive.read(readOwn);
-        const hasW2 = value.includes(w2c.id);
-        const hasW = value.includes(lost.id);
-        if (!hasW2 || hasW) controlMisses++;
-        controlOutcomes.push(
-          `${target}: W2 ${hasW2 ? 'seen' : 'missed'}, W ${hasW ? 'seen' : 'absent'}`,
-        );
+        const probe = await adapter.probe(r1, {
+          signal: AbortSignal.timeout(2000),
+          primary: undefined,
+        });
+        mergeCoveredByR1 = adapter.codec.compare(probe.applied, merged);
       } catch (error) {
-        controlOutcomes.push(errorText(error));
+        mergeCoveredByR1 = `probe failed: ${errorText(error)}`;
       }
+      const naive = ctx.naive();
+      for (let i = 0; i < 2; i++) {
+        try {
+          const { value, target } = await naive.read(readOwn);
+          const hasW2 = value.includes(w2c.id);
+          const hasW = value.includes(lost.id);
+          if (!hasW2 || hasW) controlMisses++;
+          controlOutcomes.push(
+            `${target}: W2 ${hasW2 ? 'seen' : 'missed'}, W ${hasW ? 'seen' : 'absent'}`,
+          );
+        } catch (error) {
+          controlOutcomes.push(errorText(error));
+        }
+      }
+    } finally {
+      await adapter.close();
     }
-
     const m = handle.router.metrics();
     return {
       counts: {
