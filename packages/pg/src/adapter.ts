@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type PositionCodec,
   PRIMARY,
+  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -202,6 +203,18 @@ class PgClusterAdapter implements PgAdapter {
       await this.learnHistory(position.timeline, client);
       return position;
     });
+  }
+
+  /**
+   * Timelines only grow, and only the primary starts new ones: a position on a timeline above
+   * the primary's was never issued by this cluster (`impossible`: forged, or another cluster's),
+   * not lost. Below that the history-aware codec decides: past a switch point is another history.
+   */
+  classifyAgainstPrimary(primary: PgPosition, required: PgPosition): PrimaryVerdict {
+    if (required.timeline > primary.timeline) return 'impossible';
+    const relation = this.codec.compare(primary, required);
+    if (relation === 'covered') return 'ok';
+    return relation === 'other-history' ? 'other-history' : 'impossible';
   }
 
   isRetryable(error: unknown): boolean {
