@@ -1,6 +1,7 @@
 // Small helpers every scenario uses: orders, checks, waiting for replicas, error codes.
 import {
   ErrorCode,
+  HistoryUnverifiedError,
   isTidemarkError,
   OtherHistoryError,
   PRIMARY,
@@ -123,13 +124,6 @@ export function tally(values: Iterable<string>): Record<string, number> {
 
 // --- Failover topologies -------------------------------------------------------------------
 
-/**
- * Stable code of the typed, retryable error the router raises when a history verdict it needs
- * cannot be had in time (invariant 10).
- * TODO(core): use ErrorCode.HistoryUnverified / HistoryUnverifiedError once core exports them.
- */
-export const HISTORY_UNVERIFIED = 'TIDEMARK_HISTORY_UNVERIFIED';
-
 /** True for the router's "another history" error (a lost write's token). */
 export function isOtherHistory(error: unknown): boolean {
   return error instanceof OtherHistoryError && error.code === ErrorCode.OtherHistory;
@@ -137,7 +131,11 @@ export function isOtherHistory(error: unknown): boolean {
 
 /** True for the router's typed, retryable "history could not be verified" error. */
 export function isHistoryUnverified(error: unknown): boolean {
-  return isTidemarkError(error) && error.code === HISTORY_UNVERIFIED && error.retryable;
+  return (
+    error instanceof HistoryUnverifiedError &&
+    error.code === ErrorCode.HistoryUnverified &&
+    error.retryable
+  );
 }
 
 /** A replica left on the old history after a failover that lost a write it holds. */

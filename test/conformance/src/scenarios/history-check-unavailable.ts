@@ -1,10 +1,9 @@
-import type { RouteDecision } from '@tidemark/core';
+import { ErrorCode, type RouteDecision } from '@tidemark/core';
 import { CLUSTER_NAME } from '../context.js';
 import {
   check,
   errorCode,
   errorText,
-  HISTORY_UNVERIFIED,
   isHistoryUnverified,
   isOtherHistory,
   sleep,
@@ -53,6 +52,7 @@ export const historyCheckUnavailable: Scenario = {
     let servedWithW = 0;
     let servedStale = 0;
     let typedErrors = 0;
+    let unverifiedErrors = 0;
     let hung = 0;
     let slowest = 0;
     let controlWithW = 0;
@@ -80,6 +80,7 @@ export const historyCheckUnavailable: Scenario = {
         } else {
           const typed = isHistoryUnverified(result.error) || isOtherHistory(result.error);
           if (typed) typedErrors++;
+          if (isHistoryUnverified(result.error)) unverifiedErrors++;
           outcomes.push(
             `${typed ? errorCode(result.error) : errorText(result.error)} in ${Math.round(ms)} ms`,
           );
@@ -136,6 +137,7 @@ export const historyCheckUnavailable: Scenario = {
         fallbacks: m.primaryReads,
         waits: m.waits,
         typed_errors: typedErrors,
+        history_unverified_errors: unverifiedErrors,
         reads_with_lost_write: servedWithW,
         served_stale: servedStale,
         hung_reads: hung,
@@ -152,7 +154,7 @@ export const historyCheckUnavailable: Scenario = {
         check(
           'typed-error',
           typedErrors === FROZEN_READS,
-          `expected ${HISTORY_UNVERIFIED} (retryable) or TIDEMARK_OTHER_HISTORY for every read: ${outcomes.join('; ')}`,
+          `expected ${ErrorCode.HistoryUnverified} (retryable) or ${ErrorCode.OtherHistory} for every read: ${outcomes.join('; ')}`,
         ),
         check(
           'bounded-time',

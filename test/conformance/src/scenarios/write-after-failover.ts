@@ -1,46 +1,9 @@
-import { PRIMARY, type Session } from '@tidemark/core';
-import { CLUSTER_NAME, type RouterHandle } from '../context.js';
+import { type LostWrite, PRIMARY } from '@tidemark/core';
+import { CLUSTER_NAME } from '../context.js';
 import { check, errorCode, errorText, newOrder, stageOldHistoryReplica } from '../kit.js';
 import type { Scenario } from '../scenario.js';
 
 const READS_AFTER = 5;
-
-/** What `Router.writeDetailed` reports when the session's earlier position was lost. */
-interface LostWrite {
-  readonly cluster: string;
-  readonly position: unknown;
-  readonly verdict: 'other-history' | 'unverified';
-}
-
-type WriteDetailed<C> = <T>(
-  session: Session,
-  fn: (connection: C) => Promise<T>,
-) => Promise<{ value: T; lostWrite?: LostWrite | undefined }>;
-
-/**
- * `router.writeDetailed` and the 'lost-write' event, or undefined on a core without them.
- * TODO(core): call handle.router.writeDetailed and events.on('lost-write') directly once core
- * has them (they are typed loosely here so the suite compiles against the core it runs with).
- */
-function lostWriteApi<P, C>(
-  handle: RouterHandle<P, C>,
-):
-  | { writeDetailed: WriteDetailed<C>; onLostWrite(listener: (e: LostWrite) => void): void }
-  | undefined {
-  const router = handle.router as unknown as {
-    writeDetailed?: WriteDetailed<C>;
-    events: { on(event: string, listener: (payload: LostWrite) => void): () => void };
-  };
-  const writeDetailed = router.writeDetailed;
-  if (typeof writeDetailed !== 'function') return undefined;
-  return {
-    writeDetailed: <T>(session: Session, fn: (connection: C) => Promise<T>) =>
-      writeDetailed.call(router, session, fn) as Promise<{ value: T; lostWrite?: LostWrite }>,
-    onLostWrite: (listener) => {
-      router.events.on('lost-write', listener);
-    },
-  };
-}
 
 /**
  * The lost-write topology (R1 left on the old history with W), and the first request of the
@@ -68,9 +31,8 @@ export const writeAfterFailover: Scenario = {
     // MongoDB: with R1 on another history and the old primary down, no majority acknowledges
     // W2 (as on a real set in those minutes); the scenario is about the token, not durability.
     const handle = await ctx.router({}, { unreplicatedWrites: true });
-    const api = lostWriteApi(handle);
     const events: LostWrite[] = [];
-    api?.onLostWrite((event) => events.push(event));
+    handle.router.events.on('lost-write', (event) => events.push(event));
 
     const session = topology.carried();
     const tokenBefore = session.positionText(CLUSTER_NAME);
@@ -78,18 +40,11 @@ export const writeAfterFailover: Scenario = {
     let lostWrite: LostWrite | undefined;
     let writeOutcome: string;
     try {
-      if (api) {
-        const result = await api.writeDetailed(session, (c) => workload.insertOrder(c, w2));
-        lostWrite = result.lostWrite;
-        writeOutcome = lostWrite
-          ? `lostWrite { cluster: ${lostWrite.cluster}, verdict: ${lostWrite.verdict} }`
-          : 'no lostWrite reported';
-      } else {
-        // Today's API: the write succeeds and the session merges silently.
-        await handle.router.write(session, (c) => workload.insertOrder(c, w2));
-        writeOutcome =
-          'Router.writeDetailed does not exist in this core (write ran through router.write)';
-      }
+      const result = await handle.router.writeDetailed(session, (c) => workload.insertOrder(c, w2));
+      lostWrite = result.lostWrite;
+      writeOutcome = lostWrite
+        ? `lostWrite { cluster: ${lostWrite.cluster}, position: ${lostWrite.position}, verdict: ${lostWrite.verdict} }`
+        : 'no lostWrite reported';
     } catch (error) {
       writeOutcome = `write failed: ${errorText(error)}`;
     }
@@ -171,6 +126,7 @@ export const writeAfterFailover: Scenario = {
         waits: m.waits,
         lost_write_reported: lostWrite ? 1 : 0,
         lost_write_events: events.length,
+        lost_writes_metric: m.lostWrites,
         reads_missing_w2: missedW2,
         reads_with_lost_write: sawW,
         reads_on_old_history: onR1,
@@ -183,13 +139,14 @@ export const writeAfterFailover: Scenario = {
           'lost-write-reported',
           lostWrite !== undefined &&
             lostWrite.cluster === CLUSTER_NAME &&
-            (lostWrite.verdict === 'other-history' || lostWrite.verdict === 'unverified'),
-          `writeDetailed: ${writeOutcome} (expected lostWrite for cluster ${CLUSTER_NAME}, verdict other-history: the new primary ${newPrimary} answers)`,
+            lostWrite.position === tokenBefore &&
+            lostWrite.verdict === 'other-history',
+          `writeDetailed: ${writeOutcome} (expected lostWrite for cluster ${CLUSTER_NAME}, position ${tokenBefore}, verdict other-history: the new primary ${newPrimary} answers)`,
         ),
         check(
           'lost-write-event',
-          events.length === 1,
-          `'lost-write' events: ${events.length} (expected 1)`,
+          events.length === 1 && m.lostWrites === 1,
+          `'lost-write' events: ${events.length}, metrics().lostWrites ${m.lostWrites} (expected 1 and 1)`,
         ),
         check(
           'w2-committed',
