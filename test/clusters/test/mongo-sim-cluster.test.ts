@@ -194,6 +194,10 @@ describe('mongo-sim cluster (simulator)', () => {
     expect(await idsOn(direct(cluster, 'n2'))).toEqual([20]);
     const oplog = await direct(cluster, 'n2').db('local').collection('oplog.rs').find({}).toArray();
     expect(oplog.every((entry) => Number(entry['t']) === 1)).toBe(true);
+    // Its optimes, the majority point included, stay on the old history (term 1).
+    const hello = await direct(cluster, 'n2').db('admin').command({ hello: 1 });
+    expect(Number(hello.lastWrite.opTime.t)).toBe(1);
+    expect(Number(hello.lastWrite.majorityOpTime.t)).toBe(1);
     await cluster.rejoin('n2');
     expect(await idsOn(direct(cluster, 'n2'))).toEqual([21]);
     await cluster.rejoin('n0');

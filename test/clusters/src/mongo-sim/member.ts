@@ -49,6 +49,11 @@ export class SimulatedMember {
    * held (entries the new primary may never have had). It follows nobody until it rejoins.
    */
   branch: OplogEntry[] | undefined;
+  /**
+   * With `branch`: the majority commit point the member last learned on its old history (it
+   * hears of no newer one while it follows nobody).
+   */
+  branchMajority: { ts: BsonTimestamp; term: number } | undefined;
   /** Frozen (a SIGSTOPped process): its port accepts connections, nothing is answered. */
   private frozen: { promise: Promise<void>; release: () => void } | undefined;
   role: MemberRole;

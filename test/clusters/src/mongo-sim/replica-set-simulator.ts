@@ -196,7 +196,15 @@ export class MongoReplicaSetSimulator {
         options.repoint !== undefined &&
         !options.repoint.includes(m.name),
     );
-    for (const member of left) member.branch = this.oplog.slice(0, member.receivedCount);
+    // Each keeps the commit point it knew on the old history (never past what it applied).
+    const oldMajority = this.majorityEntry();
+    for (const member of left) {
+      member.branch = this.oplog.slice(0, member.receivedCount);
+      member.branchMajority =
+        compareTimestamps(oldMajority.ts, member.lastApplied) <= 0
+          ? { ts: oldMajority.ts, term: oldMajority.term }
+          : { ts: member.lastApplied, term: member.lastAppliedTerm };
+    }
     // The new primary's history: what it received (it applies that first, as a real member
     // drains its buffer before accepting writes).
     next.branch = undefined;
@@ -249,6 +257,7 @@ export class MongoReplicaSetSimulator {
     if (member.branch !== undefined) {
       const branch = member.branch;
       member.branch = undefined;
+      member.branchMajority = undefined;
       member.truncateTo(branch, this.commonPrefix(branch));
     }
     await this.restart(name);
@@ -599,6 +608,9 @@ export class MongoReplicaSetSimulator {
 
   /** A member's majority-committed point: never past what the member itself has applied. */
   private memberMajorityTimestamp(member: SimulatedMember): { ts: BsonTimestamp; term: number } {
+    if (member.branch !== undefined && member.branchMajority !== undefined) {
+      return member.branchMajority;
+    }
     const majority = this.majorityEntry();
     return compareTimestamps(majority.ts, member.lastApplied) <= 0
       ? { ts: majority.ts, term: majority.term }
