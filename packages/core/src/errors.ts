@@ -32,6 +32,11 @@ export const ErrorCode = {
   ReadFailed: 'TIDEMARK_READ_FAILED',
   /** Invalid configuration passed to a Tidemark constructor. */
   Config: 'TIDEMARK_CONFIG',
+  /**
+   * The session holds a position a read observed that is not settled yet, and was asked for its
+   * token synchronously. Await `session.settled()` first (carriers do).
+   */
+  Unsettled: 'TIDEMARK_UNSETTLED',
   /** The router or monitor was closed. */
   Closed: 'TIDEMARK_CLOSED',
   /** `currentSession()` was called outside `runWithSession`. */

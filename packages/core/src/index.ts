@@ -62,7 +62,7 @@ export {
   type SelectionPolicy,
   selectionPolicy,
 } from './selection.js';
-export { Session } from './session.js';
+export { type FromTokenOptions, type PendingPosition, Session } from './session.js';
 export {
   assertClusterName,
   type SigningKey,

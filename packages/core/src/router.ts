@@ -11,7 +11,7 @@ import {
   TokenError,
 } from './errors.js';
 import { Emitter } from './events.js';
-import type { HealthOptions } from './health.js';
+import { type HealthOptions, isHealthy } from './health.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
@@ -72,6 +72,16 @@ export interface RouterOptions<P, C> {
    * raising the session. Default `error`.
    */
   otherHistory?: 'error' | 'primary';
+  /**
+   * When the position a read observed is settled (invariant 3). `deferred` (default): the read
+   * returns as soon as its query does and its connection goes back to the pool at once; the
+   * position is taken from a probe of the same node sent after the read, shared by every read
+   * that finished before it, only when someone needs it: the session's next read (unless it
+   * stays on the same replica, which is monotonic by itself) or `session.settled()` before its
+   * token is encoded. A session never used again costs nothing. `immediate`: settle before the
+   * read returns (same shared probe).
+   */
+  settle?: 'deferred' | 'immediate';
   clock?: Clock;
 }
 
@@ -170,6 +180,7 @@ export class Router<P, C> {
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
   private readonly otherHistory: 'error' | 'primary';
+  private readonly settleMode: 'deferred' | 'immediate';
   private readonly counters = new RouterMetrics();
   private closed = false;
 
@@ -212,6 +223,10 @@ export class Router<P, C> {
       : undefined;
     this.degraded = oneOf('degraded', options.degraded ?? 'error', ['error', 'stale'] as const);
     this.badToken = oneOf('badToken', options.badToken ?? 'reject', ['reject', 'ignore'] as const);
+    this.settleMode = oneOf('settle', options.settle ?? 'deferred', [
+      'deferred',
+      'immediate',
+    ] as const);
     this.otherHistory = oneOf('otherHistory', options.otherHistory ?? 'error', [
       'error',
       'primary',
@@ -309,8 +324,19 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
-    const required = await this.requiredPosition(session);
-    const route = await this.route(session, required.position, required.ignored, options, started);
+    const sticky = await this.settleUnlessSticky(session);
+    let required = await this.requiredPosition(session);
+    let route: Route | undefined;
+    if (sticky !== undefined) {
+      if (this.replicaCovers(sticky, required.position)) {
+        route = { target: sticky, reason: 'replica-covered', stale: false };
+      } else {
+        // Another node will serve it: the pending position must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
+    }
+    route ??= await this.route(session, required.position, required.ignored, options, started);
     const waitedMs = this.clock.now() - started;
     let retried = false;
     let outcome: { value: T; observed?: P | undefined };
@@ -319,17 +345,24 @@ export class Router<P, C> {
       outcome = await this.adapter.read(route.target, fn, {
         signal: options.signal,
         required: enforceable(route, required.position),
+        observe: false,
       });
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
+      if (this.hasPending(session)) {
+        // The retry may land elsewhere: what earlier reads observed must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
       const retryPosition = route.ignoredPosition ? undefined : required.position;
       finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
         outcome = await this.adapter.read(finalRoute.target, fn, {
           signal: options.signal,
           required: enforceable(finalRoute, required.position),
+          observe: false,
         });
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
@@ -757,10 +790,11 @@ export class Router<P, C> {
   }
 
   /**
-   * Invariant 3: raise to what the read observed. The monitor's sample from before the read is
-   * not enough (the read may have seen more), so an adapter that cannot report `observed` costs
-   * a fresh probe of the same node, sent after the read: a node's applied position only moves
-   * forward, so that probe covers everything the read saw.
+   * Invariant 3: raise to what the read observed. A position the server returned with the result
+   * counts at once. Otherwise the monitor's sample from before the read is not enough (the read
+   * may have seen more): the position comes from a probe of the same node sent after the read
+   * finished (a node's applied position only moves forward, so it covers everything the read
+   * saw), shared by every read that finished before it was sent, and taken only when needed.
    */
   private async raiseAfterRead(
     session: Session,
@@ -774,34 +808,74 @@ export class Router<P, C> {
       else this.monitor.observePrimary(observed);
       return;
     }
-    const controller = new AbortController();
-    let after: P | undefined;
-    try {
-      const probe: Promise<P> =
-        target === PRIMARY
-          ? this.adapter.probePrimary({ signal: controller.signal })
-          : this.adapter
-              .probe(target, { signal: controller.signal, primary: this.monitor.primaryPosition() })
-              .then((result) => result.applied);
-      // Bounded like a monitor probe: a node that answers the read and then hangs must not
-      // hang the read.
-      const timeout = new AbortController();
-      const timedOut = this.clock.sleep(POST_READ_PROBE_TIMEOUT_MS, timeout.signal).then(() => {
-        if (timeout.signal.aborted) return undefined;
-        controller.abort();
-        throw new Error(`post-read probe timed out after ${POST_READ_PROBE_TIMEOUT_MS} ms`);
-      });
-      try {
-        after = await Promise.race([probe, timedOut]);
-      } finally {
-        timeout.abort();
-      }
-    } catch {
-      // The node vanished after answering. The primary's position covers any replica's state,
-      // so raising to it errs toward freshness (extra waits), never toward a stale read.
-      after = await this.monitor.refreshPrimary().catch(() => undefined);
+    const ticket = this.monitor.ticket();
+    const pending = {
+      target,
+      settle: () => this.settleObservation(session, target, ticket),
+    };
+    if (this.settleMode === 'immediate') {
+      await pending.settle();
+      return;
     }
-    if (after !== undefined) session.raise(this.cluster, codec, after);
+    session.defer(this.cluster, pending);
+  }
+
+  /**
+   * A session's pending read positions, before it routes again: a single pending replica that is
+   * still healthy can serve the next read without settling (a replica's state never goes back,
+   * so reading it again is monotonic by itself); anything else is settled now.
+   */
+  private async settleUnlessSticky(session: Session): Promise<string | undefined> {
+    const targets = session.pendingTargets(this.cluster);
+    if (targets.length === 0) return undefined;
+    const only = targets[0] as string;
+    if (targets.length === 1 && only !== PRIMARY) {
+      const state = this.monitor.state(only);
+      if (state && isHealthy(state, this.clock.now(), this.health)) return only;
+    }
+    await session.settled(this.cluster);
+    return undefined;
+  }
+
+  private hasPending(session: Session): boolean {
+    return session.pendingTargets(this.cluster).length > 0;
+  }
+
+  /** A healthy replica whose sampled position covers `required` (or there is none). */
+  private replicaCovers(id: string, required: P | undefined): boolean {
+    const state = this.monitor.state(id);
+    if (!state || !isHealthy(state, this.clock.now(), this.health)) return false;
+    return (
+      required === undefined ||
+      (state.applied !== undefined &&
+        this.adapter.codec.compare(state.applied, required) === 'covered')
+    );
+  }
+
+  /**
+   * The position a finished read saw, from a probe sent after `ticket`; if the node is gone, the
+   * primary's position (it covers any replica that was on its history, which a routed replica
+   * was: invariant 9), erring toward freshness. Bounded by the probe timeouts; never hangs.
+   */
+  private async settleObservation(session: Session, target: string, ticket: number): Promise<void> {
+    let position: P | undefined;
+    try {
+      position =
+        target === PRIMARY
+          ? await this.monitor.primaryAfter(ticket)
+          : await this.monitor.appliedAfter(target, ticket);
+    } catch (error) {
+      try {
+        position = await this.monitor.primaryAfter(ticket);
+      } catch {
+        throw new TidemarkError(
+          ErrorCode.ReadFailed,
+          `The position a read observed on ${target} (cluster "${this.cluster}") could not be settled: neither that node nor the primary answered a probe. Retry shortly; the session keeps the read pending.`,
+          { retryable: true, cause: error },
+        );
+      }
+    }
+    session.raise(this.cluster, this.adapter.codec, position);
   }
 
   private etaMs(required: P | undefined): number | undefined {
@@ -820,9 +894,6 @@ export class Router<P, C> {
 class CheckFailed {
   constructor(readonly cause: unknown) {}
 }
-
-/** Upper bound of the probe that replaces a missing `observed` position after a read. */
-const POST_READ_PROBE_TIMEOUT_MS = 1000;
 
 /** The position a read may ask the server to enforce: none for stale or token-less routes. */
 function enforceable<P>(route: Route, position: P | undefined): P | undefined {

@@ -185,7 +185,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
       },
       async (connection) => {
         const value = await fn(connection);
-        // Read after the callback on the same connection: at least as new as anything it saw.
+        // The router settles the position from a shared probe sent after the read (no round
+        // trip here); asked to observe, read it after the callback on the same connection.
+        if (context.observe === false) return { value };
         const [rows] = await connection.query(this.dialect.positionSql);
         return { value, observed: this.position(rows, 'the position after a read') };
       },

@@ -153,7 +153,9 @@ class PgClusterAdapter implements PgAdapter {
     this.readTrips.operations++;
     return withClient(pool, { signal: context.signal, counter: this.readTrips }, async (client) => {
       const value = await fn(client);
-      // Taken after the callback on the same connection: at least as new as anything it saw.
+      // The router settles the position from a shared probe sent after the read (no round trip
+      // here); asked to observe, take it on the same connection: at least as new as what it saw.
+      if (context.observe === false) return { value };
       const observed = await this.observe(target, client);
       return { value, observed };
     });

@@ -47,6 +47,10 @@ interface Slot<P> {
   state: ReplicaState<P>;
   timer: ReturnType<typeof setTimeout> | undefined;
   inFlight: Promise<void> | undefined;
+  /** Send ticket of the probe in flight. */
+  inFlightTicket: number;
+  /** Send ticket of the probe behind the current state. */
+  sampledTicket: number;
 }
 
 /**
@@ -74,6 +78,12 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   private snapshot: ReadonlyArray<ReplicaState<P>>;
   private primary: P | undefined;
   private primaryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The latest primary probe in flight and its send ticket. */
+  private primaryInFlight: { promise: Promise<P | undefined>; ticket: number } | undefined;
+  /** Send ticket of the latest primary probe that answered. */
+  private primarySampledTicket = -1;
+  /** Probes sent so far: the logical clock behind {@link PollingMonitor.ticket}. */
+  private sends = 0;
   private running = false;
   private closed = false;
 
@@ -119,6 +129,8 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
       },
       timer: undefined,
       inFlight: undefined,
+      inFlightTicket: -1,
+      sampledTicket: -1,
     }));
     for (const slot of this.slots) this.byId.set(slot.state.id, slot);
     this.snapshot = this.slots.map((s) => s.state);
@@ -157,7 +169,64 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     await Promise.all(targets.map((slot) => this.probeSlot(slot)));
   }
 
-  async refreshPrimary(): Promise<P | undefined> {
+  /** Always a new probe: its answer is at least the primary's position at the time of the call. */
+  refreshPrimary(): Promise<P | undefined> {
+    const ticket = ++this.sends;
+    const promise = this.probePrimaryOnce(ticket).finally(() => {
+      if (this.primaryInFlight?.promise === promise) this.primaryInFlight = undefined;
+    });
+    this.primaryInFlight = { promise, ticket };
+    return promise;
+  }
+
+  ticket(): number {
+    return this.sends;
+  }
+
+  async appliedAfter(id: string, ticket: number): Promise<P> {
+    const slot = this.byId.get(id);
+    if (!slot) throw new ConfigError(`Unknown replica "${id}".`);
+    // At most: the probe in flight (if sent too early) and one more.
+    for (let round = 0; round < 3; round++) {
+      const state = slot.state;
+      if (state.reachable && slot.sampledTicket > ticket && state.applied !== undefined) {
+        return state.applied;
+      }
+      if (slot.inFlight) {
+        const lateEnough = slot.inFlightTicket > ticket;
+        await slot.inFlight;
+        if (lateEnough && !slot.state.reachable) break;
+        continue;
+      }
+      await this.probeSlot(slot);
+      if (!slot.state.reachable) break;
+    }
+    const state = slot.state;
+    if (state.reachable && slot.sampledTicket > ticket && state.applied !== undefined) {
+      return state.applied;
+    }
+    throw state.lastError instanceof Error
+      ? state.lastError
+      : new Error(`Replica "${id}" did not answer a probe.`);
+  }
+
+  async primaryAfter(ticket: number): Promise<P> {
+    let failure: unknown;
+    for (let round = 0; round < 2; round++) {
+      if (this.primarySampledTicket > ticket && this.primary !== undefined) return this.primary;
+      const inFlight = this.primaryInFlight;
+      try {
+        // Share a probe sent late enough; otherwise send one (it is late enough by construction).
+        await (inFlight && inFlight.ticket > ticket ? inFlight.promise : this.refreshPrimary());
+      } catch (error) {
+        failure = error;
+      }
+    }
+    if (this.primarySampledTicket > ticket && this.primary !== undefined) return this.primary;
+    throw failure instanceof Error ? failure : new Error('The primary did not answer a probe.');
+  }
+
+  private async probePrimaryOnce(ticket: number): Promise<P | undefined> {
     if (!this.probePrimaryFn) return this.primary;
     const controller = new AbortController();
     const position = await this.withTimeout(
@@ -168,6 +237,7 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     // Seen when the answer arrived: the primary held this position by then at the latest.
     this.primarySamples?.note(position, this.clock.now());
     this.observePrimary(position);
+    this.primarySampledTicket = Math.max(this.primarySampledTicket, ticket);
     // A new yardstick: every replica's history verdict and freshness may have changed.
     for (const slot of this.slots) this.reassess(slot);
     return this.primary;
@@ -239,15 +309,18 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   /** One probe at a time per replica; concurrent callers share the one in flight. */
   private probeSlot(slot: Slot<P>): Promise<void> {
     if (slot.inFlight) return slot.inFlight;
+    const startedAt = this.clock.now();
+    const ticket = ++this.sends;
+    slot.inFlightTicket = ticket;
     const run = async () => {
       const controller = new AbortController();
-      const startedAt = this.clock.now();
       try {
         const result = await this.withTimeout(
           this.probeFn(slot.state.id, { signal: controller.signal, primary: this.primary }),
           controller,
         );
         this.accept(slot, result, startedAt);
+        slot.sampledTicket = Math.max(slot.sampledTicket, ticket);
       } catch (error) {
         if (this.closed) return;
         this.update(slot, {

@@ -102,6 +102,20 @@ export interface ReplicaMonitor<P> {
   refresh(id?: string): Promise<void>;
   /** Probe the primary now and return its position, when the monitor can. */
   refreshPrimary(): Promise<P | undefined>;
+  /**
+   * A point in the order of probe sends: a probe sent after this call has a later ticket. Take one
+   * when a read finishes; {@link ReplicaMonitor.appliedAfter} then accepts only probes sent after.
+   */
+  ticket(): number;
+  /**
+   * The replica's applied position from a probe sent after `ticket` was taken: an upper bound
+   * of anything a read that had finished by then saw on it (replay only moves forward). A probe
+   * already sent late enough is shared, so one probe settles every read that finished before it
+   * was sent. Rejects when the replica does not answer.
+   */
+  appliedAfter(id: string, ticket: number): Promise<P>;
+  /** Like {@link ReplicaMonitor.appliedAfter} for the primary's position. */
+  primaryAfter(ticket: number): Promise<P>;
   /** Begin background polling. Idempotent. */
   start(): void;
   /** Stop polling and release timers. Idempotent. */

@@ -10,6 +10,7 @@ import { promotionLostWrite } from './promotion-lost-write.js';
 import { replicaCutOff } from './replica-cut-off.js';
 import { replicaKilled } from './replica-killed.js';
 import { rywIdle } from './ryw-idle.js';
+import { tokenTwoSources } from './token-two-sources.js';
 import { writeAfterFailover } from './write-after-failover.js';
 
 /** Every scenario, in the order the suite runs them. Order does not matter for correctness. */
@@ -22,6 +23,7 @@ export const scenarios: readonly Scenario[] = [
   replicaKilled,
   promotionLostWrite,
   badTokens,
+  tokenTwoSources,
   lostWriteOldHistoryReplica,
   historyCheckUnavailable,
   writeAfterFailover,
@@ -59,5 +61,6 @@ export {
   replicaCutOff,
   replicaKilled,
   rywIdle,
+  tokenTwoSources,
   writeAfterFailover,
 };

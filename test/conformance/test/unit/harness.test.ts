@@ -107,9 +107,9 @@ describe('report', () => {
 });
 
 describe('scenario list', () => {
-  it('has the twelve scenarios with unique names; topology changes get fresh clusters', () => {
+  it('has the thirteen scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
-    expect(new Set(names).size).toBe(12);
+    expect(new Set(names).size).toBe(13);
     expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
       'replica-killed',
       'promotion-lost-write',
@@ -130,6 +130,7 @@ describe('scenario list', () => {
       'replica-killed': ['kill'],
       'promotion-lost-write': ['kill', 'promote'],
       'bad-tokens': [],
+      'token-two-sources': ['pause'],
       'lost-write-old-history-replica': ['kill', 'promote-partial'],
       'history-check-unavailable': ['kill', 'promote-partial', 'freeze'],
       'write-after-failover': ['kill', 'promote-partial'],
