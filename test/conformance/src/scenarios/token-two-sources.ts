@@ -81,6 +81,7 @@ export const tokenTwoSources: Scenario = {
   summary:
     'older token in the header, newer in the cookie: carrier merges, sees W2; first-valid-source control misses',
   freshCluster: false,
+  needs: ['pause'],
   async run(ctx) {
     const { workload, cluster } = ctx;
     const replicas = twoReplicas(ctx);
