@@ -124,6 +124,14 @@ export interface Adapter<P, C> {
     | ((primary: P, required: P) => PrimaryVerdict | Promise<PrimaryVerdict>)
     | undefined;
   /**
+   * True when the codec's `covered` is no proof of shared history, so `classifyAgainstPrimary`
+   * (which must then answer synchronously) is asked even when the codec says covered: MariaDB
+   * compares one sequence number per domain, and a new primary whose sequence passed a lost
+   * GTID "covers" it. The router then checks each token against the primary's sample before
+   * routing, and the monitor each replica. Default false.
+   */
+  readonly coveredNeedsVerdict?: boolean | undefined;
+  /**
    * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server
    * shutting down). Errors in the caller's own query (syntax, read-only violation) are not.
    * Default: every error is retried once.

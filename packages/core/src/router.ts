@@ -243,6 +243,7 @@ export class Router<P, C> {
         classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
           ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)
           : undefined,
+        coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
         clock: this.clock,
       });
     this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
@@ -464,6 +465,9 @@ export class Router<P, C> {
     options: ReadOptions,
     started: number,
   ): Promise<Route> {
+    if (required !== undefined && this.lostByVerdict(required)) {
+      return this.onOtherHistory(required);
+    }
     const plan = planRead({
       states: this.monitor.states(),
       required,
@@ -538,6 +542,22 @@ export class Router<P, C> {
       return await this.classify(fresh, required);
     } catch (error) {
       return new CheckFailed(error);
+    }
+  }
+
+  /**
+   * For adapters whose `covered` is no proof of shared history (MariaDB): is the token, by the
+   * adapter's verdict against the monitor's primary sample, from another history? Synchronous
+   * and cheap; no sample, or an asynchronous verdict, leaves it to the usual path.
+   */
+  private lostByVerdict(required: P): boolean {
+    if (!this.adapter.coveredNeedsVerdict || !this.adapter.classifyAgainstPrimary) return false;
+    const primary = this.monitor.primaryPosition();
+    if (primary === undefined) return false;
+    try {
+      return this.adapter.classifyAgainstPrimary(primary, required) === 'other-history';
+    } catch {
+      return false;
     }
   }
 

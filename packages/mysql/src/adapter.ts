@@ -323,6 +323,15 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   readonly classifyAgainstPrimary = (primary: P, required: P) =>
     this.dialect.classify(primary, required, this.primaryIdentity);
 
+  /**
+   * MariaDB compares one sequence number per domain, so a new primary whose sequence passed a
+   * lost GTID "covers" it: the verdict (which reads the primary's gtid_binlog_state) is asked
+   * even then. MySQL GTID sets name every transaction, so `covered` is proof there.
+   */
+  get coveredNeedsVerdict(): boolean {
+    return this.flavour === 'mariadb';
+  }
+
   isRetryable(error: unknown): boolean {
     return isRetryableMysqlError(error);
   }

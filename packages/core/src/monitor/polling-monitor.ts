@@ -32,6 +32,8 @@ export interface PollingMonitorOptions<P> {
   classifyAgainstPrimary?:
     | ((primary: P, applied: P) => PrimaryVerdict | Promise<PrimaryVerdict>)
     | undefined;
+  /** See `Adapter.coveredNeedsVerdict`: ask the (synchronous) verdict even when covered. */
+  coveredNeedsVerdict?: boolean | undefined;
   /** Time between probes of a healthy replica. Default 200 ms. */
   intervalMs?: number;
   /** A probe slower than this counts as failed. Default 1000 ms. */
@@ -63,13 +65,20 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   private readonly options: Required<
     Omit<
       PollingMonitorOptions<P>,
-      'probePrimary' | 'clock' | 'codec' | 'replicas' | 'probe' | 'classifyAgainstPrimary'
+      | 'probePrimary'
+      | 'clock'
+      | 'codec'
+      | 'replicas'
+      | 'probe'
+      | 'classifyAgainstPrimary'
+      | 'coveredNeedsVerdict'
     >
   >;
   private readonly codec: PositionCodec<P>;
   private readonly probeFn: PollingMonitorOptions<P>['probe'];
   private readonly probePrimaryFn: PollingMonitorOptions<P>['probePrimary'];
   private readonly classify: PollingMonitorOptions<P>['classifyAgainstPrimary'];
+  private readonly coveredNeedsVerdict: boolean;
   /** Present when the primary is sampled: the yardstick for history and staleness. */
   private readonly primarySamples: PrimarySamples<P> | undefined;
   private readonly clock: Clock;
@@ -110,6 +119,7 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     this.probeFn = options.probe;
     this.probePrimaryFn = options.probePrimary;
     this.classify = options.classifyAgainstPrimary;
+    this.coveredNeedsVerdict = options.coveredNeedsVerdict ?? false;
     this.primarySamples = options.probePrimary ? new PrimarySamples(options.codec) : undefined;
     this.clock = options.clock ?? systemClock;
     const history: ReplicaHistory = this.primarySamples ? 'unknown' : 'unchecked';
@@ -392,6 +402,16 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     if (primary === undefined) return { history: 'unknown', behindPrimarySince: undefined };
     const behindPrimarySince = samples.behindSince(applied);
     const relation = this.codec.compare(primary, applied);
+    if (relation === 'covered' && this.coveredNeedsVerdict && this.classify) {
+      let verdict: PrimaryVerdict | Promise<PrimaryVerdict>;
+      try {
+        verdict = this.classify(primary, applied);
+      } catch {
+        return { history: 'unknown', behindPrimarySince };
+      }
+      if (verdict === 'other-history') return { history: 'diverged', behindPrimarySince };
+      return { history: 'current', behindPrimarySince };
+    }
     if (relation === 'covered') return { history: 'current', behindPrimarySince };
     if (relation === 'other-history') return { history: 'diverged', behindPrimarySince };
     // The replica holds something the primary's sample lacks: an older sample, or changes the

@@ -271,3 +271,42 @@ describe('deferred write capture (invariant 1)', () => {
     expect(session.positionText('default')).toBe('1.11');
   });
 });
+
+describe('adapters whose covered is no proof of history (coveredNeedsVerdict)', () => {
+  // A lost write at 1.12, a new history whose sequence passed it; the codec alone says covered.
+  const lostAt12 = (_primary: CounterPosition, position: CounterPosition) =>
+    position.history === 1 && position.seq >= 9 ? ('other-history' as const) : ('ok' as const);
+  const bySeqOnly: PositionCodec<CounterPosition> = {
+    ...counterCodec(FORKED),
+    compare: (applied, required) => (applied.seq >= required.seq ? 'covered' : 'behind'),
+  };
+
+  it('the verdict refutes covered for tokens and replicas alike', async () => {
+    const f = await routerFixture({
+      adapter: { codec: bySeqOnly },
+      configure: (a) => {
+        a.primary.position = cp('2.20');
+        a.replica('r1').applied = cp('1.12'); // left on the old history
+        a.replica('r2').applied = cp('2.20');
+        Object.assign(a, { classifyAgainstPrimary: lostAt12, coveredNeedsVerdict: true });
+      },
+    });
+    expect(f.router.monitor.states().map((s) => s.history)).toEqual(['diverged', 'current']);
+    const error = await f.read(sessionAt('1.12')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OtherHistoryError);
+    expect(f.adapter.readTargets()).toEqual([]);
+  });
+
+  it('without the flag the codec decides (control: the lost token is served as covered)', async () => {
+    const f = await routerFixture({
+      adapter: { codec: bySeqOnly },
+      configure: (a) => {
+        a.primary.position = cp('2.20');
+        a.setAll({ applied: cp('2.20') });
+        Object.assign(a, { classifyAgainstPrimary: lostAt12 });
+      },
+    });
+    const { decision } = await f.read(sessionAt('1.12'));
+    expect(decision.reason).toBe('replica-covered');
+  });
+});
