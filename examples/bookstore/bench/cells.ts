@@ -1,20 +1,15 @@
-import { type Router, Session, TokenCodec } from '@tidemark/core';
+import { Session, TokenCodec } from '@tidemark/core';
 import type { Cluster } from '@tidemark/test-clusters';
 import { BookstoreLoad } from './bookstore.js';
-import {
-  type AdapterTrips,
-  type BenchAdapter,
-  type BenchDatabase,
-  SEEDED_ROWS,
-} from './databases.js';
+import { type BenchDatabase, SEEDED_ROWS } from './databases.js';
 import type { ReplicationWatch } from './lag.js';
 import { closedLoop, type LoopResult, quantiles, warmupSeconds } from './loop.js';
 import type { Row, RowDetail } from './report.js';
 import {
   type BenchStrategy,
-  type DecisionLog,
-  ProbeCounter,
+  type InstrumentedRouter,
   type RawDriver,
+  Tally,
   TidemarkStrategy,
 } from './strategies.js';
 
@@ -22,20 +17,14 @@ import {
 export interface BenchRun<C> {
   readonly db: BenchDatabase<C>;
   readonly cluster: Cluster;
-  /** Measured seconds per cell (a warm-up runs before each). */
+  /** Measured seconds per variant and cell (a warm-up runs before). */
   readonly seconds: number;
   readonly raw: RawDriver<C>;
-  readonly adapter: BenchAdapter<C>;
-  readonly router: Router<unknown, C>;
-  readonly probes: ProbeCounter<C>;
-  readonly decisions: DecisionLog<C>;
+  /** The router with default options that every cell but the paused one uses. */
+  readonly tidemark: InstrumentedRouter<C>;
   readonly watch: ReplicationWatch<C>;
   /** A router with default options on a fresh adapter (the paused cells start one). */
-  newRouter(): Promise<{
-    router: Router<unknown, C>;
-    decisions: DecisionLog<C>;
-    probes: ProbeCounter<C>;
-  }>;
+  newRouter(): Promise<InstrumentedRouter<C>>;
   progress(line: string): void;
   emit(row: Row): void;
 }
@@ -44,16 +33,75 @@ export const READ_CONCURRENCY = [1, 16, 64] as const;
 export const WRITE_CONCURRENCY = [1, 16] as const;
 export const BOOKSTORE_CONCURRENCY = [1, 16] as const;
 
-/** Warm up, then measure; `beforeMeasure` runs between the two (reset counters there). */
-async function measure(
+/** One way of doing a cell's work; Tidemark variants carry their router and a tally. */
+interface Variant<C> {
+  readonly name: string;
+  op(worker: number): Promise<void>;
+  /** Warm-up work when it must not touch the measured state (the Bookstore's ledgers). */
+  warm?(worker: number): Promise<void>;
+  readonly tidemark?: { readonly router: InstrumentedRouter<C>; readonly tally: Tally };
+}
+
+interface Measured {
+  result: LoopResult;
+  lagMs: number[];
+}
+
+/**
+ * Rounds of about 2 s: the cell's time is cut into rounds, and each round runs every variant
+ * once, in an order that rotates from round to round. On a shared machine a slow spell then
+ * hits every variant about equally, so the ratios between them stay meaningful.
+ */
+function roundsFor(seconds: number): number {
+  return Math.max(1, Math.min(5, Math.floor(seconds / 2)));
+}
+
+/**
+ * Warm each variant up, then run the rounds. Returns the merged loop result per variant, and
+ * the replay lag sampled during its rounds when `sampleLag` is set.
+ */
+async function interleave<C>(
+  run: BenchRun<C>,
   concurrency: number,
-  seconds: number,
-  op: (worker: number) => Promise<void>,
-  beforeMeasure?: () => void,
-): Promise<LoopResult> {
-  await closedLoop(concurrency, warmupSeconds(seconds), op);
-  beforeMeasure?.();
-  return closedLoop(concurrency, seconds, op);
+  variants: readonly Variant<C>[],
+  sampleLag: boolean,
+): Promise<Map<string, Measured>> {
+  for (const variant of variants) {
+    const warm = variant.warm ?? variant.op;
+    await closedLoop(concurrency, warmupSeconds(run.seconds), (w) => warm.call(variant, w));
+  }
+  const rounds = roundsFor(run.seconds);
+  const slice = run.seconds / rounds;
+  const measured = new Map<string, Measured>(
+    variants.map((v) => [
+      v.name,
+      {
+        result: { ops: 0, errors: 0, seconds: 0, latencies: [], firstError: undefined },
+        lagMs: [],
+      },
+    ]),
+  );
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < variants.length; k++) {
+      const variant = variants[(round + k) % variants.length]!;
+      const lag = sampleLag ? run.watch.sampleUntilStopped() : undefined;
+      const loop = () => closedLoop(concurrency, slice, (w) => variant.op(w));
+      const result = variant.tidemark
+        ? await variant.tidemark.router.during(variant.tidemark.tally, loop)
+        : await loop();
+      const lagMs = (await lag?.stop()) ?? [];
+      const into = measured.get(variant.name)!;
+      into.result = {
+        ops: into.result.ops + result.ops,
+        errors: into.result.errors + result.errors,
+        seconds: into.result.seconds + result.seconds,
+        latencies: [...into.result.latencies, ...result.latencies],
+        firstError: into.result.firstError ?? result.firstError,
+      };
+      into.lagMs.push(...lagMs);
+    }
+  }
+  return measured;
 }
 
 function baseRow(
@@ -63,7 +111,7 @@ function baseRow(
   result: LoopResult,
   raw: Row | undefined,
   detail: RowDetail,
-  errors?: number,
+  errors = 0,
 ): Row {
   const opsPerSecond = result.ops / result.seconds;
   const { p50, p99 } = quantiles(result.latencies);
@@ -76,7 +124,7 @@ function baseRow(
     opsPerSecond,
     p50Ms: p50,
     p99Ms: p99,
-    errors: result.errors + (errors ?? 0),
+    errors: result.errors + errors,
     ratioOps: raw === undefined ? undefined : opsPerSecond / raw.opsPerSecond,
     ratioP50: raw?.p50Ms === undefined || p50 === undefined ? undefined : p50 / raw.p50Ms,
     detail:
@@ -84,37 +132,34 @@ function baseRow(
   };
 }
 
-function tripsDelta(before: AdapterTrips, after: AdapterTrips) {
-  const writes = after.writes - before.writes;
-  const reads = after.reads - before.reads;
-  return {
-    perWrite: writes === 0 ? undefined : (after.roundTrips - before.roundTrips) / writes,
-    perRead: reads === 0 ? undefined : (after.readRoundTrips - before.readRoundTrips) / reads,
-  };
+function waitDetail(tally: Tally): RowDetail {
+  const { p50, p99 } = quantiles(tally.waits);
+  return { waits: tally.waits.length, wait_p50_ms: p50, wait_p99_ms: p99 };
 }
 
-function shares(decisions: DecisionLog<unknown>): Record<string, number> {
-  return decisions.shares();
+function tidemarkVariant<C>(
+  name: string,
+  router: InstrumentedRouter<C>,
+  op: (worker: number) => Promise<void>,
+  warm?: (worker: number) => Promise<void>,
+): Variant<C> & { tidemark: { router: InstrumentedRouter<C>; tally: Tally } } {
+  return { name, op, ...(warm ? { warm } : {}), tidemark: { router, tally: new Tally() } };
 }
 
-function waitDetail(waits: readonly number[]): RowDetail {
-  const { p50, p99 } = quantiles(waits);
-  return { waits: waits.length, wait_p50_ms: p50, wait_p99_ms: p99 };
-}
-
-/** Probes of the router idle for a few seconds right after `ready()`. */
+/** Probes of the main router while nothing runs, right after `ready()`. */
 export async function idleProbeCell<C>(run: BenchRun<C>): Promise<void> {
   const seconds = Math.min(5, run.seconds);
   run.progress(`probes: router idle for ${seconds} s`);
-  const before = run.probes.snapshot();
-  const started = performance.now();
-  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
-  const elapsed = (performance.now() - started) / 1000;
+  const tally = new Tally();
+  await run.tidemark.during(
+    tally,
+    () => new Promise((resolve) => setTimeout(resolve, seconds * 1000)),
+  );
   run.emit({
     cell: 'probes-idle',
     variant: 'tidemark',
     concurrency: 0,
-    seconds: elapsed,
+    seconds: tally.seconds,
     ops: 0,
     opsPerSecond: 0,
     p50Ms: undefined,
@@ -122,13 +167,14 @@ export async function idleProbeCell<C>(run: BenchRun<C>): Promise<void> {
     errors: 0,
     ratioOps: undefined,
     ratioP50: undefined,
-    detail: { probes_per_s: ProbeCounter.rates(before, run.probes.snapshot(), elapsed) },
+    detail: { probes_per_s: tally.probeRates() },
   });
 }
 
 /** Point lookups by primary key with no wait: raw, Tidemark without a token, with a satisfied token. */
 export async function readCells<C>(run: BenchRun<C>): Promise<void> {
-  const { db, router } = run;
+  const { db } = run;
+  const router = run.tidemark.router;
   const lookup = (connection: C) =>
     db.lookup(connection, 1 + Math.floor(Math.random() * SEEDED_ROWS));
   // A token every replica has applied: a write, then wait until both replicas have it.
@@ -142,42 +188,31 @@ export async function readCells<C>(run: BenchRun<C>): Promise<void> {
 
   for (const concurrency of READ_CONCURRENCY) {
     run.progress(`reads: concurrency ${concurrency}`);
-    const raw = baseRow(
-      'reads',
-      'raw',
-      concurrency,
-      await measure(concurrency, run.seconds, async () => {
+    const noToken = tidemarkVariant('tidemark', run.tidemark, async () => {
+      await router.read(new Session(), lookup);
+    });
+    const withToken = tidemarkVariant('tidemark-token', run.tidemark, async () => {
+      await router.read(Session.fromToken(tokens.decode(token)), lookup);
+    });
+    const raw: Variant<C> = {
+      name: 'raw',
+      op: async () => {
         await run.raw.read(0, lookup);
-      }),
-      undefined,
-      { rt_per_read: 1 },
-    );
-    run.emit(raw);
-    const variants: Array<[string, () => Session]> = [
-      ['tidemark', () => new Session()],
-      ['tidemark-token', () => Session.fromToken(tokens.decode(token))],
-    ];
-    for (const [variant, session] of variants) {
-      let trips = run.adapter.roundTrips();
-      let probes = run.probes.snapshot();
-      const result = await measure(
-        concurrency,
-        run.seconds,
-        async () => {
-          await router.read(session(), lookup);
-        },
-        () => {
-          run.decisions.reset();
-          trips = run.adapter.roundTrips();
-          probes = run.probes.snapshot();
-        },
-      );
+      },
+    };
+    const measured = await interleave(run, concurrency, [raw, noToken, withToken], false);
+    const rawRow = baseRow('reads', 'raw', concurrency, measured.get('raw')!.result, undefined, {
+      rt_per_read: 1,
+    });
+    run.emit(rawRow);
+    for (const variant of [noToken, withToken]) {
+      const { tally } = variant.tidemark;
       run.emit(
-        baseRow('reads', variant, concurrency, result, raw, {
-          rt_per_read: tripsDelta(trips, run.adapter.roundTrips()).perRead,
-          share: shares(run.decisions),
-          ...waitDetail(run.decisions.waits),
-          probes_per_s: ProbeCounter.rates(probes, run.probes.snapshot(), result.seconds),
+        baseRow('reads', variant.name, concurrency, measured.get(variant.name)!.result, rawRow, {
+          rt_per_read: tally.roundTripsPerRead(),
+          share: tally.shares(),
+          ...waitDetail(tally),
+          probes_per_s: tally.probeRates(),
         }),
       );
     }
@@ -189,41 +224,33 @@ export async function readCells<C>(run: BenchRun<C>): Promise<void> {
  * same statement plus its capture) and with the default managed transaction.
  */
 export async function writeCells<C>(run: BenchRun<C>): Promise<void> {
-  const { db, router } = run;
+  const { db } = run;
+  const router = run.tidemark.router;
   const insert = (connection: C) => db.orders.placeOrder(connection, 0, 'bench write');
   for (const concurrency of WRITE_CONCURRENCY) {
     run.progress(`writes: concurrency ${concurrency}`);
-    const raw = baseRow(
-      'writes',
-      'raw',
-      concurrency,
-      await measure(concurrency, run.seconds, async () => {
-        await run.raw.write(0, insert);
-      }),
-      undefined,
-      { rt_per_write: 1 },
-    );
-    run.emit(raw);
     const sessions = Array.from({ length: concurrency }, () => new Session());
-    const variants: Array<[string, boolean]> = [
-      ['tidemark', false],
-      ['tidemark-tx', true],
-    ];
-    for (const [variant, transaction] of variants) {
-      let trips = run.adapter.roundTrips();
-      const result = await measure(
-        concurrency,
-        run.seconds,
-        async (w) => {
-          await router.write(sessions[w]!, insert, { transaction });
-        },
-        () => {
-          trips = run.adapter.roundTrips();
-        },
-      );
+    const raw: Variant<C> = {
+      name: 'raw',
+      op: async () => {
+        await run.raw.write(0, insert);
+      },
+    };
+    const autocommit = tidemarkVariant('tidemark', run.tidemark, async (w) => {
+      await router.write(sessions[w]!, insert, { transaction: false });
+    });
+    const managed = tidemarkVariant('tidemark-tx', run.tidemark, async (w) => {
+      await router.write(sessions[w]!, insert);
+    });
+    const measured = await interleave(run, concurrency, [raw, autocommit, managed], false);
+    const rawRow = baseRow('writes', 'raw', concurrency, measured.get('raw')!.result, undefined, {
+      rt_per_write: 1,
+    });
+    run.emit(rawRow);
+    for (const variant of [autocommit, managed]) {
       run.emit(
-        baseRow('writes', variant, concurrency, result, raw, {
-          rt_per_write: tripsDelta(trips, run.adapter.roundTrips()).perWrite,
+        baseRow('writes', variant.name, concurrency, measured.get(variant.name)!.result, rawRow, {
+          rt_per_write: variant.tidemark.tally.roundTripsPerWrite(),
         }),
       );
     }
@@ -238,20 +265,11 @@ function freshBase(concurrency: number): number {
   return base;
 }
 
-async function bookstoreRun<C>(
-  run: BenchRun<C>,
-  strategy: BenchStrategy<C>,
-  concurrency: number,
-  options: { sampleLag: boolean; beforeMeasure?: () => void },
-): Promise<{ load: BookstoreLoad<C>; result: LoopResult; lagMs: number[] }> {
+/** A Bookstore variant: its own measured load, and a separate load for the warm-up. */
+function bookstoreLoads<C>(run: BenchRun<C>, strategy: BenchStrategy<C>, concurrency: number) {
   const warm = new BookstoreLoad(strategy, run.db.orders, concurrency, freshBase(concurrency), 1);
-  await closedLoop(concurrency, warmupSeconds(run.seconds), (w) => warm.order(w));
-  options.beforeMeasure?.();
   const load = new BookstoreLoad(strategy, run.db.orders, concurrency, freshBase(concurrency), 2);
-  const lag = options.sampleLag ? run.watch.sampleUntilStopped() : undefined;
-  const result = await closedLoop(concurrency, run.seconds, (w) => load.order(w));
-  const lagMs = (await lag?.stop()) ?? [];
-  return { load, result, lagMs };
+  return { load, op: (w: number) => load.order(w), warm: (w: number) => warm.order(w) };
 }
 
 function bookstoreDetail<C>(load: BookstoreLoad<C>, lagMs: readonly number[]): RowDetail {
@@ -271,59 +289,65 @@ function bookstoreDetail<C>(load: BookstoreLoad<C>, lagMs: readonly number[]): R
   };
 }
 
-function primaryShare(decisions: DecisionLog<unknown>): number | undefined {
-  if (decisions.decisions === 0) return undefined;
-  return (decisions.targets.get('primary') ?? 0) / decisions.decisions;
-}
-
-function bookstoreRow<C>(
+/**
+ * The Bookstore loop, raw driver against Tidemark (`router`), interleaved in rounds; emits both
+ * rows. With `paused` the lag is not sampled (it would only time out).
+ */
+async function bookstorePair<C>(
+  run: BenchRun<C>,
   cell: 'bookstore' | 'bookstore-paused',
-  variant: string,
   concurrency: number,
-  measured: { load: BookstoreLoad<C>; result: LoopResult; lagMs: number[] },
-  raw: Row | undefined,
-  extra: RowDetail = {},
-): Row {
-  const { load, result, lagMs } = measured;
-  return baseRow(
+  router: InstrumentedRouter<C>,
+): Promise<void> {
+  const raw = bookstoreLoads(run, run.raw, concurrency);
+  const tm = bookstoreLoads(run, new TidemarkStrategy(router.router), concurrency);
+  const rawVariant: Variant<C> = { name: 'raw', op: raw.op, warm: raw.warm };
+  const tmVariant = tidemarkVariant('tidemark', router, tm.op, tm.warm);
+  const sampleLag = cell === 'bookstore';
+  const measured = await interleave(run, concurrency, [rawVariant, tmVariant], sampleLag);
+  const rawMeasured = measured.get('raw')!;
+  const rawRow = baseRow(
     cell,
-    variant,
+    'raw',
     concurrency,
-    result,
-    raw,
-    { ...bookstoreDetail(load, lagMs), ...extra },
-    load.readErrors + load.writeErrors,
+    rawMeasured.result,
+    undefined,
+    bookstoreDetail(raw.load, rawMeasured.lagMs),
+    raw.load.readErrors + raw.load.writeErrors,
+  );
+  run.emit(rawRow);
+  const tmMeasured = measured.get('tidemark')!;
+  const { tally } = tmVariant.tidemark;
+  run.emit(
+    baseRow(
+      cell,
+      'tidemark',
+      concurrency,
+      tmMeasured.result,
+      rawRow,
+      {
+        ...bookstoreDetail(tm.load, tmMeasured.lagMs),
+        ...waitDetail(tally),
+        primary_share: tally.primaryShare(),
+        share: tally.shares(),
+        cap_rejections: tally.capRejections,
+        probes_per_s: tally.probeRates(),
+      },
+      tm.load.readErrors + tm.load.writeErrors,
+    ),
   );
 }
 
-/** The Bookstore loop with replication running: raw driver, then Tidemark. */
+/** The Bookstore loop with replication running: raw driver and Tidemark. */
 export async function bookstoreCells<C>(run: BenchRun<C>): Promise<void> {
   for (const concurrency of BOOKSTORE_CONCURRENCY) {
     run.progress(`bookstore: concurrency ${concurrency}`);
-    const raw = await bookstoreRun(run, run.raw, concurrency, { sampleLag: true });
-    const rawRow = bookstoreRow('bookstore', 'raw', concurrency, raw, undefined);
-    run.emit(rawRow);
-    let probes = run.probes.snapshot();
-    const tm = await bookstoreRun(run, new TidemarkStrategy(run.router), concurrency, {
-      sampleLag: true,
-      beforeMeasure: () => {
-        run.decisions.reset();
-        probes = run.probes.snapshot();
-      },
-    });
-    run.emit(
-      bookstoreRow('bookstore', 'tidemark', concurrency, tm, rawRow, {
-        ...waitDetail(run.decisions.waits),
-        primary_share: primaryShare(run.decisions),
-        share: shares(run.decisions),
-        probes_per_s: ProbeCounter.rates(probes, run.probes.snapshot(), tm.result.seconds),
-      }),
-    );
+    await bookstorePair(run, 'bookstore', concurrency, run.tidemark);
   }
 }
 
 /**
- * Replay paused on every replica (they keep receiving, they do not apply): the raw driver, then
+ * Replay paused on every replica (they keep receiving, they do not apply): the raw driver and
  * a Tidemark router with default options started after the pause. Resumes and waits for the
  * replicas afterwards.
  */
@@ -333,26 +357,9 @@ export async function pausedBookstoreCells<C>(run: BenchRun<C>): Promise<void> {
   try {
     for (const concurrency of BOOKSTORE_CONCURRENCY) {
       run.progress(`bookstore, replay paused on every replica: concurrency ${concurrency}`);
-      const raw = await bookstoreRun(run, run.raw, concurrency, { sampleLag: false });
-      const rawRow = bookstoreRow('bookstore-paused', 'raw', concurrency, raw, undefined);
-      run.emit(rawRow);
       const fresh = await run.newRouter();
       try {
-        let rejectedBefore = 0;
-        const tm = await bookstoreRun(run, new TidemarkStrategy(fresh.router), concurrency, {
-          sampleLag: false,
-          beforeMeasure: () => {
-            fresh.decisions.reset();
-            rejectedBefore = fresh.router.metrics().capRejections;
-          },
-        });
-        run.emit(
-          bookstoreRow('bookstore-paused', 'tidemark', concurrency, tm, rawRow, {
-            ...waitDetail(fresh.decisions.waits),
-            primary_share: primaryShare(fresh.decisions),
-            cap_rejections: fresh.router.metrics().capRejections - rejectedBefore,
-          }),
-        );
+        await bookstorePair(run, 'bookstore-paused', concurrency, fresh);
       } finally {
         await fresh.router.close();
       }

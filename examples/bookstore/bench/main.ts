@@ -25,7 +25,7 @@ import {
 } from './databases.js';
 import { ReplicationWatch } from './lag.js';
 import { infoJson, infoText, type Row, type RunInfo, rowJson, table } from './report.js';
-import { DecisionLog, ProbeCounter, RawDriver } from './strategies.js';
+import { InstrumentedRouter, RawDriver } from './strategies.js';
 
 const CELLS = ['probes', 'reads', 'writes', 'bookstore', 'paused'] as const;
 type CellName = (typeof CELLS)[number];
@@ -93,12 +93,10 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
   );
   const newRouter = async () => {
     const adapter = await db.createAdapter(primaryUrl, replicaUrls);
-    const probes = new ProbeCounter(adapter);
     // The options the README's quick start shows: the adapter and a cluster name.
-    const router = new Router({ adapter, cluster: 'main' });
-    const decisions = new DecisionLog(router);
-    await router.ready();
-    return { adapter, router, probes, decisions };
+    const instrumented = new InstrumentedRouter(adapter, new Router({ adapter, cluster: 'main' }));
+    await instrumented.router.ready();
+    return instrumented;
   };
   const main = await newRouter();
 
@@ -120,10 +118,7 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
     cluster,
     seconds: options.seconds,
     raw,
-    adapter: main.adapter,
-    router: main.router,
-    probes: main.probes,
-    decisions: main.decisions,
+    tidemark: main,
     watch,
     newRouter,
     progress: (line) => say(`[${new Date().toISOString().slice(11, 19)}] ${line}`),

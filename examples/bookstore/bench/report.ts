@@ -85,7 +85,7 @@ export function infoText(info: RunInfo): string {
     `  cluster   ${info.server} (harness target ${info.target}), primary + 2 replicas`,
     `  compared  ${info.driver} alone vs ${info.adapter} + @tidemark/core Router, default options, on the same cluster in one process`,
     `  machine   ${info.cpus} cores (shared; load average at start ${info.loadAverage.map((l) => l.toFixed(1)).join(' ')}), Node ${info.node}`,
-    `  cells     ${info.secondsPerCell} s measured each after a warm-up; x ops = ops/s ÷ raw ops/s, x p50 = p50 ÷ raw p50, both from the same run`,
+    `  cells     ${info.secondsPerCell} s measured per variant after a warm-up, in rounds of about 2 s that alternate the variants; x ops = ops/s ÷ raw ops/s, x p50 = p50 ÷ raw p50, both from the same cell of the same run`,
   ].join('\n');
 }
 

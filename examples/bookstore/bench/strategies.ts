@@ -1,4 +1,4 @@
-import { type RouteDecision, type Router, Session, TokenCodec } from '@tidemark/core';
+import { PRIMARY, type RouteDecision, type Router, Session, TokenCodec } from '@tidemark/core';
 import type { NodePool } from '../src/databases/types.js';
 import type { BenchAdapter } from './databases.js';
 
@@ -41,63 +41,95 @@ export class RawDriver<C> implements BenchStrategy<C> {
   }
 }
 
-/** Probe calls per replica, counted by wrapping the adapter's `probe` before the router uses it. */
-export class ProbeCounter<C> {
-  private readonly counts = new Map<string, number>();
-
-  constructor(adapter: BenchAdapter<C>) {
-    const probe = adapter.probe.bind(adapter);
-    adapter.probe = (id, context) => {
-      this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
-      return probe(id, context);
-    };
-  }
-
-  snapshot(): Map<string, number> {
-    return new Map(this.counts);
-  }
-
-  /** Probes per second per replica between two snapshots. */
-  static rates(
-    before: ReadonlyMap<string, number>,
-    after: ReadonlyMap<string, number>,
-    seconds: number,
-  ): Record<string, number> {
-    const rates: Record<string, number> = {};
-    for (const [id, count] of after) rates[id] = (count - (before.get(id) ?? 0)) / seconds;
-    return rates;
-  }
-}
-
-/** What the router did during one measured cell, from its events. */
-export class DecisionLog<C> {
-  targets = new Map<Target, number>();
-  waits: number[] = [];
+/** What one Tidemark variant did over its measured rounds, from the router and the adapter. */
+export class Tally {
+  readonly targets = new Map<Target, number>();
+  readonly waits: number[] = [];
   decisions = 0;
+  capRejections = 0;
+  readonly probes = new Map<string, number>();
+  /** Seconds this tally was active (the denominator of probe rates). */
+  seconds = 0;
+  readonly trips = { writes: 0, roundTrips: 0, reads: 0, readRoundTrips: 0 };
 
-  constructor(router: Router<unknown, C>) {
-    router.events.on('decision', (decision: RouteDecision) => {
-      this.decisions++;
-      this.targets.set(decision.target, (this.targets.get(decision.target) ?? 0) + 1);
-    });
-    router.events.on('wait', (event) => {
-      this.waits.push(event.waitedMs);
-    });
-  }
-
-  reset(): void {
-    this.targets = new Map();
-    this.waits = [];
-    this.decisions = 0;
-  }
-
-  /** Share of reads per target, 0..1. */
+  /** Share of reads per target, 0..1, by target name. */
   shares(): Record<Target, number> {
     const shares: Record<Target, number> = {};
     for (const [target, count] of [...this.targets].sort(([a], [b]) => a.localeCompare(b))) {
       shares[target] = this.decisions === 0 ? 0 : count / this.decisions;
     }
     return shares;
+  }
+
+  primaryShare(): number | undefined {
+    return this.decisions === 0 ? undefined : (this.targets.get(PRIMARY) ?? 0) / this.decisions;
+  }
+
+  /** Probe calls per second per replica while active. */
+  probeRates(): Record<string, number> {
+    const rates: Record<string, number> = {};
+    for (const [id, count] of [...this.probes].sort(([a], [b]) => a.localeCompare(b))) {
+      rates[id] = this.seconds === 0 ? 0 : count / this.seconds;
+    }
+    return rates;
+  }
+
+  roundTripsPerRead(): number | undefined {
+    return this.trips.reads === 0 ? undefined : this.trips.readRoundTrips / this.trips.reads;
+  }
+
+  roundTripsPerWrite(): number | undefined {
+    return this.trips.writes === 0 ? undefined : this.trips.roundTrips / this.trips.writes;
+  }
+}
+
+/**
+ * A router with counters that only run while a {@link Tally} is active: probe calls per replica
+ * (the adapter's `probe`, wrapped: the monitor's polls, waits that poll, post-read probes),
+ * decisions and waits (router events), round trips (`adapter.roundTrips()`), cap rejections.
+ */
+export class InstrumentedRouter<C> {
+  private current: Tally | undefined;
+
+  constructor(
+    readonly adapter: BenchAdapter<C>,
+    readonly router: Router<unknown, C>,
+  ) {
+    const probe = adapter.probe.bind(adapter);
+    adapter.probe = (id, context) => {
+      if (this.current) this.current.probes.set(id, (this.current.probes.get(id) ?? 0) + 1);
+      return probe(id, context);
+    };
+    router.events.on('decision', (decision: RouteDecision) => {
+      const tally = this.current;
+      if (!tally) return;
+      tally.decisions++;
+      tally.targets.set(decision.target, (tally.targets.get(decision.target) ?? 0) + 1);
+    });
+    router.events.on('wait', (event) => {
+      this.current?.waits.push(event.waitedMs);
+    });
+  }
+
+  /** Run `fn` with `tally` collecting. */
+  async during<T>(tally: Tally, fn: () => Promise<T>): Promise<T> {
+    const trips = this.adapter.roundTrips();
+    const rejected = this.router.metrics().capRejections;
+    const started = performance.now();
+    for (const id of this.adapter.replicas) if (!tally.probes.has(id)) tally.probes.set(id, 0);
+    this.current = tally;
+    try {
+      return await fn();
+    } finally {
+      this.current = undefined;
+      tally.seconds += (performance.now() - started) / 1000;
+      const after = this.adapter.roundTrips();
+      tally.trips.writes += after.writes - trips.writes;
+      tally.trips.roundTrips += after.roundTrips - trips.roundTrips;
+      tally.trips.reads += after.reads - trips.reads;
+      tally.trips.readRoundTrips += after.readRoundTrips - trips.readRoundTrips;
+      tally.capRejections += this.router.metrics().capRejections - rejected;
+    }
   }
 }
 
