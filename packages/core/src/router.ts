@@ -665,7 +665,7 @@ export class Router<P, C> {
     let serverSide = false;
     let reached: string | undefined;
     if (this.adapter.waitFor) {
-      const best = candidates[0]!;
+      const best = this.waitTarget(candidates, options);
       const result = await this.serverSideWait(best.id, required, deadline, options);
       serverSide = result !== 'unsupported';
       if (result === 'reached') reached = best.id;
@@ -684,6 +684,22 @@ export class Router<P, C> {
       });
     }
     return reached;
+  }
+
+  /**
+   * The replica a server-side wait blocks on: the least lagged (candidates come sorted by lag);
+   * among several with the same lag (all caught up, say) the selection policy decides, so that
+   * waited reads spread like the others.
+   */
+  private waitTarget(
+    candidates: ReadonlyArray<ReplicaState<P>>,
+    options: ReadOptions,
+  ): ReplicaState<P> {
+    const first = candidates[0]!;
+    let tied = 1;
+    while (tied < candidates.length && candidates[tied]!.lagSeconds === first.lagSeconds) tied++;
+    if (tied === 1) return first;
+    return this.selection.select(candidates.slice(0, tied), options.affinityKey, this.load);
   }
 
   private async serverSideWait(
@@ -732,6 +748,7 @@ export class Router<P, C> {
         this.clock.sleep(deadline - this.clock.now(), bound.signal),
       ]);
       bound.abort();
+      let covered: ReplicaState<P>[] | undefined;
       for (const id of ids) {
         const state = this.monitor.state(id);
         if (
@@ -739,8 +756,16 @@ export class Router<P, C> {
           state.applied !== undefined &&
           codec.compare(state.applied, required) === 'covered'
         ) {
-          return id;
+          covered ??= [];
+          covered.push(state);
         }
+      }
+      if (covered) {
+        // Several caught up in the same round: the selection policy spreads them, as it does
+        // for reads that needed no wait.
+        return covered.length === 1
+          ? covered[0]!.id
+          : this.selection.select(covered, options.affinityKey, this.load).id;
       }
       const remaining = deadline - this.clock.now();
       if (remaining <= 0) break;

@@ -12,7 +12,7 @@ import {
 } from '../../src/index.js';
 import { cp } from '../support/scripted-adapter.js';
 import { settle } from './helpers/fake-clock.js';
-import { closeFixtures, routerFixture } from './helpers/router-fixture.js';
+import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
 
 afterEach(closeFixtures);
 
@@ -190,6 +190,36 @@ describe('balanced (power of two choices on in-flight reads)', () => {
       expect(share).toBeGreaterThan(0.4);
       expect(share).toBeLessThan(0.6);
     }
+  });
+});
+
+describe('balanced: reads that had to wait spread too', () => {
+  /** Replicas one write behind the session, both applying it `catchUpMs` later. */
+  async function waitedReads(serverSideWait: boolean, reads: number): Promise<string[]> {
+    const f = await routerFixture({ defaultSelection: true, adapter: { serverSideWait } });
+    const targets: string[] = [];
+    for (let i = 0; i < reads; i++) {
+      const seq = 20 + i;
+      f.adapter.primary.position = cp(`1.${seq}`);
+      f.adapter.setAll({ applied: cp(`1.${seq - 1}`) });
+      f.clock.at(3, () => f.adapter.setAll({ applied: cp(`1.${seq}`) }));
+      const { decision } = await f.read(sessionAt(`1.${seq}`));
+      expect(decision.reason).toBe('replica-waited');
+      targets.push(decision.target);
+    }
+    return targets;
+  }
+
+  it('polling: when both replicas catch up in the same round, each serves 40-60%', async () => {
+    const targets = await waitedReads(false, 200);
+    expect(shareOf(targets, 'r1')).toBeGreaterThan(0.4);
+    expect(shareOf(targets, 'r1')).toBeLessThan(0.6);
+  });
+
+  it('server-side: the wait target is chosen among equally lagged replicas, each 40-60%', async () => {
+    const targets = await waitedReads(true, 200);
+    expect(shareOf(targets, 'r1')).toBeGreaterThan(0.4);
+    expect(shareOf(targets, 'r1')).toBeLessThan(0.6);
   });
 });
 
