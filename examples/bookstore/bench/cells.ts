@@ -171,6 +171,44 @@ export async function idleProbeCell<C>(run: BenchRun<C>): Promise<void> {
   });
 }
 
+/**
+ * Round trips per write on the write's connection, as the PostgreSQL server logged them
+ * (`server-check.ts`), next to the adapter's own count: once, sequentially, 50 writes each.
+ */
+export async function serverCheckCell<C>(run: BenchRun<C>): Promise<void> {
+  if (run.cluster.flavour !== 'postgres' || run.cluster.target === 'pg19') {
+    run.progress('server check: PostgreSQL on the host only (pg15, pg18); skipped');
+    return;
+  }
+  run.progress('server check: statements the primary logged per write');
+  const { pgServerCheck } = await import('./server-check.js');
+  const check = await pgServerCheck(
+    run.cluster,
+    run.db as unknown as BenchDatabase<import('pg').PoolClient>,
+  );
+  if (!check) {
+    run.progress('server check: the primary log was not found; skipped');
+    return;
+  }
+  const row = (variant: string, logged: number, counted: number): Row => ({
+    cell: 'writes-server',
+    variant,
+    concurrency: 1,
+    seconds: 0,
+    ops: check.writes,
+    opsPerSecond: 0,
+    p50Ms: undefined,
+    p99Ms: undefined,
+    errors: 0,
+    ratioOps: undefined,
+    ratioP50: undefined,
+    detail: { server_per_write: logged, rt_per_write: counted },
+  });
+  run.emit(row('raw', check.rawPerWrite, 1));
+  run.emit(row('tidemark', check.autocommitPerWrite, check.autocommitCounted));
+  run.emit(row('tidemark-tx', check.managedPerWrite, check.managedCounted));
+}
+
 /** Point lookups by primary key with no wait: raw, Tidemark without a token, with a satisfied token. */
 export async function readCells<C>(run: BenchRun<C>): Promise<void> {
   const { db } = run;

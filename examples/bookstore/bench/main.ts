@@ -14,6 +14,7 @@ import {
   idleProbeCell,
   pausedBookstoreCells,
   readCells,
+  serverCheckCell,
   writeCells,
 } from './cells.js';
 import {
@@ -27,7 +28,7 @@ import { ReplicationWatch } from './lag.js';
 import { infoJson, infoText, type Row, type RunInfo, rowJson, table } from './report.js';
 import { InstrumentedRouter, RawDriver } from './strategies.js';
 
-const CELLS = ['probes', 'reads', 'writes', 'bookstore', 'paused'] as const;
+const CELLS = ['probes', 'reads', 'writes', 'server', 'bookstore', 'paused'] as const;
 type CellName = (typeof CELLS)[number];
 
 const USAGE = `Usage: pnpm bench:e2e [options]
@@ -37,7 +38,8 @@ Runs the raw driver alone and Tidemark (default options) on the same local clust
 
   --db T          ${BENCH_TARGETS.join(' | ')} (default pg18: embedded PostgreSQL)
   --seconds N     measured seconds per cell (default 10); a warm-up of min(1, N/5) s runs first
-  --cells A,B     any of ${CELLS.join(',')} (default all)
+  --cells A,B     any of ${CELLS.join(',')} (default all; server: PostgreSQL on the
+                  host only, pg15 and pg18)
   --json          one JSON object per line on stdout (a run line, then one line per row)
   -h, --help
 `;
@@ -132,6 +134,7 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
       probes: idleProbeCell,
       reads: readCells,
       writes: writeCells,
+      server: serverCheckCell,
       bookstore: bookstoreCells,
       paused: pausedBookstoreCells,
     };

@@ -3,7 +3,13 @@ export type RowDetail = Record<string, number | string | undefined | Record<stri
 
 /** One measured cell of one variant. Ratios are to the raw driver's row of the same cell. */
 export interface Row {
-  readonly cell: 'probes-idle' | 'reads' | 'writes' | 'bookstore' | 'bookstore-paused';
+  readonly cell:
+    | 'probes-idle'
+    | 'reads'
+    | 'writes'
+    | 'writes-server'
+    | 'bookstore'
+    | 'bookstore-paused';
   /** `raw` (the driver alone), `tidemark`, `tidemark-token` (reads), `tidemark-tx` (writes). */
   readonly variant: string;
   readonly concurrency: number;
@@ -134,7 +140,7 @@ export function table(rows: readonly Row[]): string {
     row.cell,
     row.variant,
     String(row.concurrency),
-    row.cell === 'probes-idle' ? '-' : fmt(row.opsPerSecond, 0),
+    row.opsPerSecond === 0 ? '-' : fmt(row.opsPerSecond, 0),
     fmt(row.p50Ms),
     fmt(row.p99Ms),
     fmt(row.ratioOps),

@@ -73,6 +73,11 @@ function details(rows: readonly Json[]): string {
     );
   }
   if (cell === 'writes') parts.push(`round trips/write ${all('rt_per_write')}`);
+  if (cell === 'writes-server') {
+    parts.push(
+      `${all('server_per_write')} statements per write logged by the server (log_statement=all) vs ${all('rt_per_write')} counted by the adapter`,
+    );
+  }
   if (cell.startsWith('bookstore')) {
     parts.push(`missing own ${all('missing_own', 0)} of ${all('own_checked', 0)}`);
     if (variant !== 'raw') {
@@ -133,7 +138,7 @@ for (const k of order) {
       rows.map((r) => num(r, field)),
       digits,
     );
-  const idle = first['cell'] === 'probes-idle';
+  const idle = first['cell'] === 'probes-idle' || first['cell'] === 'writes-server';
   lines.push(
     `| ${first['cell']} | ${first['variant']} | ${first['concurrency']} | ${idle ? '-' : all('ops_per_s', 0)} | ${all('p50_ms', 2)} | ${all('p99_ms', 1)} | ${all('ratio_ops', 2)} | ${all('ratio_p50', 2)} | ${details(rows)} |`,
   );
