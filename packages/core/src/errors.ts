@@ -97,7 +97,7 @@ export class ReplicasBehindError extends TidemarkError {
     const eta = etaMs === undefined ? 'unknown' : `about ${Math.ceil(etaMs)} ms`;
     super(
       ErrorCode.ReplicasBehind,
-      `No replica of cluster "${cluster}" has applied this session's writes (waited ${Math.round(waitedMs)} ms) and the primary fallback cap is exhausted. Retry later (ETA ${eta}), raise fallback.ratePerSecond, or choose degraded: 'stale'.`,
+      `No replica of cluster "${cluster}" has applied this session's writes (waited ${Math.round(waitedMs)} ms) and the primary fallback cap is exhausted. Retry later (ETA ${eta}), raise the cap (fallback.maxConcurrent, or fallback.ratePerSecond and burst when you set them), or choose degraded: 'stale'.`,
       { retryable: true },
     );
     this.etaMs = etaMs;

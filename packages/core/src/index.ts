@@ -56,7 +56,10 @@ export {
 } from './router.js';
 export {
   affinity,
+  type BalancedOptions,
+  balanced,
   leastLag,
+  type ReplicaLoad,
   randomChoice,
   roundRobin,
   type SelectionName,

@@ -1,5 +1,6 @@
 import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
+import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { DecisionReason, RouteDecision } from './decision.js';
 import {
   ConfigError,
@@ -17,7 +18,12 @@ import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-mo
 import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead } from './plan.js';
 import type { PositionCodec } from './position.js';
-import { type SelectionName, type SelectionPolicy, selectionPolicy } from './selection.js';
+import {
+  type ReplicaLoad,
+  type SelectionName,
+  type SelectionPolicy,
+  selectionPolicy,
+} from './selection.js';
 import type { Session } from './session.js';
 import { assertClusterName } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
@@ -33,7 +39,10 @@ export interface RouterOptions<P, C> {
     Omit<PollingMonitorOptions<P>, 'codec' | 'replicas' | 'probe' | 'probePrimary'>
   >;
   health?: Partial<HealthOptions>;
-  /** Which covered replica serves a read. Default `least-lag`. */
+  /**
+   * Which covered replica serves a read. Default `balanced`: power of two choices on this
+   * router's in-flight reads per replica, lag as tie-break (see {@link balanced}).
+   */
   selection?: SelectionName | SelectionPolicy;
   wait?: {
     /** Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables. */
@@ -41,10 +50,26 @@ export interface RouterOptions<P, C> {
     /** Poll period when the adapter has no server-side wait. Default 10 ms. */
     pollIntervalMs?: number;
   };
-  /** Leader fallback under a token-bucket cap (invariant 5). */
+  /**
+   * Leader fallback under a cap (invariant 5). By default the cap bounds how many primary
+   * fallback reads are in flight at once (`maxConcurrent`, with a short queue): it never binds
+   * on a healthy primary, which answers fast, and binds when the primary slows down. Setting
+   * `ratePerSecond` or `burst` adds a token bucket on top.
+   */
   fallback?: {
     /** Default true. */
     enabled?: boolean;
+    /**
+     * Primary fallback reads (`primary-fallback`, `primary-no-replica`) this router runs at once.
+     * Default 16. A healthy primary serving point reads in 1 ms passes 16,000 such reads per
+     * second under it; one that takes 2 s passes 8.
+     */
+    maxConcurrent?: number;
+    /**
+     * How long a fallback read may queue for a free slot when `maxConcurrent` are in flight,
+     * before the `degraded` policy applies. Default 250 ms; 0: never queue.
+     */
+    queueMs?: number;
     /**
      * A separate, smaller cap for primary reads of sessions whose position is from another
      * history or could not be verified (`otherHistory: 'primary'`), so that a burst of forged or
@@ -52,7 +77,7 @@ export interface RouterOptions<P, C> {
      * their typed error. Default 10 per second, burst 10.
      */
     otherHistory?: Partial<TokenBucketOptions>;
-  } & Partial<TokenBucketOptions>;
+  } & Partial<TokenBucketOptions>; // ratePerSecond, burst: no bucket unless one of them is set
   /**
    * Above the fallback cap: `error` throws {@link ReplicasBehindError} (retryable, with an ETA),
    * `stale` serves from the best replica and marks the decision stale. Default `error`.
@@ -156,6 +181,8 @@ interface Route {
   target: string;
   reason: DecisionReason;
   stale: boolean;
+  /** Gives back the primary fallback slot this route holds, once its read has ended. */
+  release?: (() => void) | undefined;
 }
 
 /**
@@ -176,7 +203,14 @@ export class Router<P, C> {
   private readonly selection: SelectionPolicy;
   private readonly waitBudgetMs: number;
   private readonly pollIntervalMs: number;
+  /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
   private readonly bucket: TokenBucket | undefined;
+  private readonly fallbackLimit: ConcurrencyLimit | undefined;
+  private readonly fallbackQueueMs: number;
+  private readonly releaseFallback = () => this.fallbackLimit?.release();
+  /** Reads this router has running per target (replica id or `primary`). */
+  private readonly inFlight = new Map<string, number>();
+  private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
   private readonly otherHistoryBucket: TokenBucket | undefined;
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
@@ -200,19 +234,26 @@ export class Router<P, C> {
       maxSampleAgeMs: options.health?.maxSampleAgeMs ?? Math.max(1000, intervalMs * 5),
       maxLagSeconds: options.health?.maxLagSeconds ?? 10,
     };
-    this.selection = selectionPolicy(options.selection ?? 'least-lag');
+    this.selection = selectionPolicy(options.selection ?? 'balanced');
     this.waitBudgetMs = nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250);
     this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 10);
     const fallbackEnabled = options.fallback?.enabled ?? true;
-    this.bucket = fallbackEnabled
-      ? new TokenBucket(
-          {
-            ratePerSecond: options.fallback?.ratePerSecond ?? 50,
-            burst: options.fallback?.burst ?? 50,
-          },
-          this.clock,
-        )
+    const bucketSet =
+      options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;
+    this.bucket =
+      fallbackEnabled && bucketSet
+        ? new TokenBucket(
+            {
+              ratePerSecond: options.fallback?.ratePerSecond ?? 50,
+              burst: options.fallback?.burst ?? 50,
+            },
+            this.clock,
+          )
+        : undefined;
+    this.fallbackLimit = fallbackEnabled
+      ? new ConcurrencyLimit(options.fallback?.maxConcurrent ?? 16, this.clock)
       : undefined;
+    this.fallbackQueueMs = nonNegative('fallback.queueMs', options.fallback?.queueMs ?? 250);
     this.otherHistoryBucket = fallbackEnabled
       ? new TokenBucket(
           {
@@ -370,11 +411,7 @@ export class Router<P, C> {
     let outcome: { value: T; observed?: P | undefined };
     let finalRoute = route;
     try {
-      outcome = await this.adapter.read(route.target, fn, {
-        signal: options.signal,
-        required: enforceable(route, required.position),
-        observe: false,
-      });
+      outcome = await this.runRead(route, fn, options, required.position);
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
@@ -387,11 +424,7 @@ export class Router<P, C> {
       const retryPosition = route.ignoredPosition ? undefined : required.position;
       finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
-        outcome = await this.adapter.read(finalRoute.target, fn, {
-          signal: options.signal,
-          required: enforceable(finalRoute, required.position),
-          observe: false,
-        });
+        outcome = await this.runRead(finalRoute, fn, options, required.position);
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
         throw new TidemarkError(
@@ -415,6 +448,31 @@ export class Router<P, C> {
     this.counters.record(decision);
     if (this.events.has('decision')) this.events.emit('decision', decision);
     return { value: outcome.value, decision };
+  }
+
+  /**
+   * One attempt of a read on its target, counted in flight (balanced selection) for its
+   * duration; a primary fallback slot the route holds is given back when it ends.
+   */
+  private async runRead<T>(
+    route: Route,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions,
+    required: P | undefined,
+  ): Promise<{ value: T; observed?: P | undefined }> {
+    const target = route.target;
+    this.inFlight.set(target, (this.inFlight.get(target) ?? 0) + 1);
+    try {
+      return await this.adapter.read(target, fn, {
+        signal: options.signal,
+        required: enforceable(route, required),
+        // The position is settled from a shared probe after the read (raiseAfterRead).
+        observe: false,
+      });
+    } finally {
+      this.inFlight.set(target, (this.inFlight.get(target) ?? 1) - 1);
+      route.release?.();
+    }
   }
 
   /** Counters since the router started (see {@link RouterMetrics}). */
@@ -476,6 +534,7 @@ export class Router<P, C> {
       health: this.health,
       selection: this.selection,
       affinityKey: options.affinityKey,
+      load: this.load,
     });
     if (plan.kind === 'replica') {
       const reason: DecisionReason = plan.covered
@@ -485,7 +544,9 @@ export class Router<P, C> {
           : 'no-token';
       return { target: plan.replica.id, reason, stale: false };
     }
-    if (required === undefined) return this.fallback('primary-no-replica', undefined, started);
+    if (required === undefined) {
+      return this.fallback('primary-no-replica', undefined, started, options.signal);
+    }
     // Before spending the wait budget, make sure waiting can succeed at all: a position the
     // primary has not reached, or one from another history, never arrives on a replica.
     const verdict = await this.checkAgainstPrimary(required);
@@ -513,12 +574,13 @@ export class Router<P, C> {
     if (plan.kind === 'none' && plan.otherHistory) {
       // Every replica says "other history" but the primary covers the position: replicas are
       // still following an old primary. Reading the primary is the only fresh answer.
-      return this.fallback('primary-fallback', required, started);
+      return this.fallback('primary-fallback', required, started, options.signal);
     }
     return this.fallback(
       plan.kind === 'none' && !plan.anyHealthy ? 'primary-no-replica' : 'primary-fallback',
       required,
       started,
+      options.signal,
     );
   }
 
@@ -683,7 +745,7 @@ export class Router<P, C> {
     let serverSide = false;
     let reached: string | undefined;
     if (this.adapter.waitFor) {
-      const best = candidates[0]!;
+      const best = this.waitTarget(candidates, options);
       const result = await this.serverSideWait(best.id, required, deadline, options);
       serverSide = result !== 'unsupported';
       if (result === 'reached') reached = best.id;
@@ -702,6 +764,22 @@ export class Router<P, C> {
       });
     }
     return reached;
+  }
+
+  /**
+   * The replica a server-side wait blocks on: the least lagged (candidates come sorted by lag);
+   * among several with the same lag (all caught up, say) the selection policy decides, so that
+   * waited reads spread like the others.
+   */
+  private waitTarget(
+    candidates: ReadonlyArray<ReplicaState<P>>,
+    options: ReadOptions,
+  ): ReplicaState<P> {
+    const first = candidates[0]!;
+    let tied = 1;
+    while (tied < candidates.length && candidates[tied]!.lagSeconds === first.lagSeconds) tied++;
+    if (tied === 1) return first;
+    return this.selection.select(candidates.slice(0, tied), options.affinityKey, this.load);
   }
 
   private async serverSideWait(
@@ -750,6 +828,7 @@ export class Router<P, C> {
         this.clock.sleep(deadline - this.clock.now(), bound.signal),
       ]);
       bound.abort();
+      let covered: ReplicaState<P>[] | undefined;
       for (const id of ids) {
         const state = this.monitor.state(id);
         if (
@@ -757,8 +836,16 @@ export class Router<P, C> {
           state.applied !== undefined &&
           codec.compare(state.applied, required) === 'covered'
         ) {
-          return id;
+          covered ??= [];
+          covered.push(state);
         }
+      }
+      if (covered) {
+        // Several caught up in the same round: the selection policy spreads them, as it does
+        // for reads that needed no wait.
+        return covered.length === 1
+          ? covered[0]!.id
+          : this.selection.select(covered, options.affinityKey, this.load).id;
       }
       const remaining = deadline - this.clock.now();
       if (remaining <= 0) break;
@@ -767,14 +854,23 @@ export class Router<P, C> {
     return undefined;
   }
 
-  /** Primary under the cap, else the degraded policy. */
-  private fallback(
+  /**
+   * Primary under the cap, else the degraded policy. The cap: a token from the bucket when one
+   * is configured, then a concurrency slot, queueing up to `fallback.queueMs` for one.
+   */
+  private async fallback(
     reason: 'primary-fallback' | 'primary-no-replica' | 'primary-other-history',
     required: P | undefined,
     started: number,
+    signal: AbortSignal | undefined,
     exclude?: string,
-  ): Route {
-    if (this.bucket?.tryTake()) return { target: PRIMARY, reason, stale: false };
+  ): Promise<Route> {
+    const limit = this.fallbackLimit;
+    if (limit && (this.bucket === undefined || this.bucket.tryTake())) {
+      if (await limit.acquire(this.fallbackQueueMs, signal)) {
+        return { target: PRIMARY, reason, stale: false, release: this.releaseFallback };
+      }
+    }
     const waitedMs = this.clock.now() - started;
     this.counters.capRejections++;
     this.events.emit('cap-rejected', { cluster: this.cluster, waitedMs });
@@ -800,6 +896,7 @@ export class Router<P, C> {
       health: this.health,
       selection: this.selection,
       affinityKey: options.affinityKey,
+      load: this.load,
       exclude: failed,
     });
     if (plan.kind === 'replica') {
@@ -821,6 +918,7 @@ export class Router<P, C> {
       required === undefined ? 'primary-no-replica' : 'primary-fallback',
       required,
       started,
+      options.signal,
       failed,
     );
   }

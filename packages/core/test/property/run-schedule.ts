@@ -10,6 +10,7 @@
  * never at the router's own bookkeeping.
  */
 import {
+  balanced,
   ErrorCode,
   PRIMARY,
   Router,
@@ -321,7 +322,11 @@ function routerPath(
   random: () => number,
 ): ReadPath {
   const selection: SelectionPolicy | RouterSettings['selection'] =
-    settings.selection === 'random' ? randomChoice(random) : settings.selection;
+    settings.selection === 'random'
+      ? randomChoice(random)
+      : settings.selection === 'balanced'
+        ? balanced({ random })
+        : settings.selection;
   const clock = adapter.simulator.clock;
   const options: RouterOptions<CounterPosition, SimConnection> = {
     adapter,
