@@ -221,6 +221,7 @@ export async function readCells<C>(run: BenchRun<C>): Promise<void> {
   await router.write(writer, (connection) => db.orders.placeOrder(connection, 0, 'token'), {
     transaction: false,
   });
+  await writer.settled();
   await run.watch.waitForReplicas();
   const token = tokens.encode(writer.toTokenData());
 

@@ -147,14 +147,14 @@ export class TidemarkStrategy<C> implements BenchStrategy<C> {
   async write<T>(customer: number, fn: (connection: C) => Promise<T>): Promise<T> {
     const session = this.sessionOf(customer);
     const value = await this.router.write(session, fn, { transaction: false });
-    this.remember(customer, session);
+    await this.remember(customer, session);
     return value;
   }
 
   async read<T>(customer: number, fn: (connection: C) => Promise<T>): Promise<T> {
     const session = this.sessionOf(customer);
     const value = await this.router.read(session, fn);
-    this.remember(customer, session);
+    await this.remember(customer, session);
     return value;
   }
 
@@ -163,7 +163,9 @@ export class TidemarkStrategy<C> implements BenchStrategy<C> {
     return Session.fromToken(cookie === undefined ? undefined : this.tokens.decode(cookie));
   }
 
-  private remember(customer: number, session: Session): void {
+  /** As a carrier does at the end of a request: settle what the reads saw, then encode. */
+  private async remember(customer: number, session: Session): Promise<void> {
+    await session.settled();
     if (session.clusters().length > 0) {
       this.cookies.set(customer, this.tokens.encode(session.toTokenData()));
     }
