@@ -47,7 +47,12 @@ export interface RouterOptions<P, C> {
   wait?: {
     /** Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables. */
     budgetMs?: number;
-    /** Poll period when the adapter has no server-side wait. Default 10 ms. */
+    /**
+     * Pause between probes while a read waits and the adapter has no server-side wait
+     * (PostgreSQL before 19). Default 1 ms: the probes of one replica are shared by every read
+     * waiting on it (one in flight at a time), so waiting readers wake about one probe round
+     * trip after the replica applies their position, and only while someone waits.
+     */
     pollIntervalMs?: number;
   };
   /**
@@ -236,7 +241,7 @@ export class Router<P, C> {
     };
     this.selection = selectionPolicy(options.selection ?? 'balanced');
     this.waitBudgetMs = nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250);
-    this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 10);
+    this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1);
     const fallbackEnabled = options.fallback?.enabled ?? true;
     const bucketSet =
       options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;

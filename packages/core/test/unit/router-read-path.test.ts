@@ -176,6 +176,7 @@ describe('bounded wait', () => {
   it('polls probes when the adapter has no waitFor (replica-waited)', async () => {
     const f = await routerFixture({
       adapter: { serverSideWait: false },
+      router: { wait: { pollIntervalMs: 10 } },
       configure: (a) => {
         a.primary.position = cp('1.12');
       },
@@ -188,7 +189,7 @@ describe('bounded wait', () => {
     const { decision } = await f.read(sessionAt('1.12'));
     expect(decision.target).toBe('r2');
     expect(decision.reason).toBe('replica-waited');
-    // Polls every 10 ms: the first poll after 35 ms is at 40 ms.
+    // Polls every 10 ms (set here): the first poll after 35 ms is at 40 ms.
     expect(decision.waitedMs).toBe(40);
     expect(f.adapter.probeCount('r2') - r2ProbesBefore).toBe(5);
     expect(f.events.wait).toEqual([
@@ -199,6 +200,7 @@ describe('bounded wait', () => {
   it("polls instead when waitFor answers 'unsupported' for the replica", async () => {
     const f = await routerFixture({
       adapter: { waitBehaviour: async () => ({ outcome: 'unsupported' }) },
+      router: { wait: { pollIntervalMs: 10 } },
       configure: (a) => {
         a.primary.position = cp('1.12');
       },
@@ -277,7 +279,7 @@ describe('bounded wait', () => {
 
   it('keeps polling for the rest of the budget when the server-side wait fails', async () => {
     const f = await routerFixture({
-      router: { wait: { budgetMs: 100 } },
+      router: { wait: { budgetMs: 100, pollIntervalMs: 10 } },
       adapter: {
         waitBehaviour: async () => {
           throw new ScriptedConnectionError('wait interrupted');
