@@ -750,7 +750,10 @@ export class Router<P, C> {
     let serverSide = false;
     let reached: string | undefined;
     if (this.adapter.waitFor) {
-      const best = this.waitTarget(candidates, options);
+      // The least lagged, deterministically: spreading server-side waits at random among equally
+      // lagged replicas hands the whole budget to a stalled one half of the time (a replica whose
+      // replay stopped after the last sample looks exactly like a caught-up one).
+      const best = candidates[0]!;
       const result = await this.serverSideWait(best.id, required, deadline, options);
       serverSide = result !== 'unsupported';
       if (result === 'reached') reached = best.id;
@@ -769,22 +772,6 @@ export class Router<P, C> {
       });
     }
     return reached;
-  }
-
-  /**
-   * The replica a server-side wait blocks on: the least lagged (candidates come sorted by lag);
-   * among several with the same lag (all caught up, say) the selection policy decides, so that
-   * waited reads spread like the others.
-   */
-  private waitTarget(
-    candidates: ReadonlyArray<ReplicaState<P>>,
-    options: ReadOptions,
-  ): ReplicaState<P> {
-    const first = candidates[0]!;
-    let tied = 1;
-    while (tied < candidates.length && candidates[tied]!.lagSeconds === first.lagSeconds) tied++;
-    if (tied === 1) return first;
-    return this.selection.select(candidates.slice(0, tied), options.affinityKey, this.load);
   }
 
   private async serverSideWait(
