@@ -996,7 +996,7 @@ export class Router<P, C> {
 
   /**
    * A session's pending read positions, before it routes again: a single pending replica that is
-   * still healthy can serve the next read without settling (a replica's state never goes back,
+   * still healthy and not paused can serve the next read without settling (a replica's state never goes back,
    * so reading it again is monotonic by itself); anything else is settled now.
    */
   private async settleUnlessSticky(session: Session): Promise<string | undefined> {
@@ -1005,7 +1005,8 @@ export class Router<P, C> {
     const only = targets[0] as string;
     if (targets.length === 1 && only !== PRIMARY) {
       const state = this.monitor.state(only);
-      if (state && isHealthy(state, this.clock.now(), this.health)) return only;
+      // Not a paused replica: staying would pin the session to a state that no longer moves.
+      if (state && !state.paused && isHealthy(state, this.clock.now(), this.health)) return only;
     }
     await session.settled(this.cluster);
     return undefined;
