@@ -31,6 +31,11 @@ type StartedNetwork = Awaited<ReturnType<InstanceType<TC['Network']>['start']>>;
 const PGDATA = '/tmp/pgdata';
 const READY = 'TIDEMARK-READY';
 const MAJORS: Record<string, number> = { pg15: 15, pg18: 18, pg19: 19 };
+const LOG = '/tmp/pg.log';
+const STREAMING_TIMEOUT_MS = 30_000;
+// What a standby logs when the primary's new timeline forked off before its own position.
+const DIVERGED =
+  /forked off current database system timeline|is not a child of this server's history/;
 
 /** Image for a target; override with TIDEMARK_TC_IMAGE_PG15 etc. (pg19 has no release image yet). */
 function imageFor(target: string): string {
@@ -60,7 +65,7 @@ const PRIMARY_SCRIPT = `set -e
 initdb -D ${PGDATA} -U postgres -A trust -E UTF8 --locale=C --no-sync
 printf '%s\\n' "${CONFIG}" >> ${PGDATA}/postgresql.conf
 printf 'host all all all trust\\nhost replication all all trust\\n' >> ${PGDATA}/pg_hba.conf
-pg_ctl -D ${PGDATA} -l /tmp/pg.log -w start
+pg_ctl -D ${PGDATA} -l ${LOG} -w start
 ${KEEP_ALIVE}`;
 
 function replicaScript(name: string): string {
@@ -68,7 +73,7 @@ function replicaScript(name: string): string {
 until pg_basebackup -h n0 -U postgres -D ${PGDATA} -R -X stream -c fast -d 'application_name=${name}'; do
   rm -rf ${PGDATA}; sleep 0.5
 done
-pg_ctl -D ${PGDATA} -l /tmp/pg.log -w start
+pg_ctl -D ${PGDATA} -l ${LOG} -w start
 ${KEEP_ALIVE}`;
 }
 
@@ -131,12 +136,48 @@ class ContainerPgCluster implements Cluster {
     await this.sh(m, KILL_ALL);
     m.node.running = false;
   }
+  /** Start a stopped or killed node; a replica must also stream the current primary's timeline. */
   async start(name: string) {
     const m = this.member(name);
     if (m.node.running) return;
-    await this.sh(m, `pg_ctl -D ${PGDATA} -l /tmp/pg.log -w start`);
+    const logOffset = await this.logSize(m);
+    await this.sh(m, `pg_ctl -D ${PGDATA} -l ${LOG} -w start`);
     m.node.running = true;
     await sql.waitUntilAccepting(m.node.url, { timeoutMs: 60_000 });
+    const primary = this.members.find((x) => x.node.role === 'primary')!;
+    if (m.node.role === 'replica' && primary.node.running)
+      await this.waitUntilFollowing(m, primary, logOffset);
+  }
+
+  private async logSize(m: Member): Promise<number> {
+    const r = await m.container.exec(['bash', '-c', `stat -c %s ${LOG} 2>/dev/null || echo 0`]);
+    return Number(r.output.trim()) || 0;
+  }
+
+  /**
+   * As the local clusters: wait until a replica streams the primary's current timeline; fail at
+   * once when its log says that timeline forked off before the replica's own position (it has
+   * WAL the primary never had), and after STREAMING_TIMEOUT_MS otherwise.
+   */
+  private async waitUntilFollowing(m: Member, primary: Member, logOffset: number): Promise<void> {
+    const timeline = await sql.primaryTimeline(primary.node.url);
+    const deadline = Date.now() + STREAMING_TIMEOUT_MS;
+    for (let i = 0; ; i++) {
+      if (await sql.waitForStreaming(m.node.url, { timeline }, 0)) return;
+      const log =
+        i % 5 === 4 || Date.now() > deadline
+          ? (await m.container.exec(['bash', '-c', `tail -c +${logOffset + 1} ${LOG}`])).output
+          : '';
+      if (DIVERGED.test(log))
+        throw new Error(
+          `${m.node.name}'s history diverged from ${primary.node.name}'s (it has WAL past the point where ${primary.node.name}'s timeline forked off, e.g. writes lost in a failover); it runs, but cannot replicate from ${primary.node.name} without being rebuilt\n${log.slice(-2000)}`,
+        );
+      if (Date.now() > deadline)
+        throw new Error(
+          `${m.node.name} accepts connections but does not stream ${primary.node.name}'s timeline ${timeline} after ${STREAMING_TIMEOUT_MS} ms\n${log.slice(-2000)}`,
+        );
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
   async promote(name: string) {
     const target = this.member(name);
@@ -149,13 +190,20 @@ class ContainerPgCluster implements Cluster {
     old.node.role = 'replica';
     const conninfo = (app: string) =>
       `host=${name} port=5432 user=postgres application_name=${app}`;
-    // The old primary stays stopped, but as a standby: a later start() must not make two primaries.
-    await this.sh(
-      old,
-      `touch ${PGDATA}/standby.signal && echo "primary_conninfo = '${conninfo(old.node.name)}'" >> ${PGDATA}/postgresql.auto.conf`,
-    );
+    // A stopped node follows the new primary from its next start(). The old primary stays
+    // stopped, but as a standby: a later start() must not make two primaries.
+    const followOnStart = (m: Member) =>
+      this.sh(
+        m,
+        `touch ${PGDATA}/standby.signal && echo "primary_conninfo = '${conninfo(m.node.name)}'" >> ${PGDATA}/postgresql.auto.conf`,
+      );
+    await followOnStart(old);
     for (const m of this.members) {
-      if (m === target || m === old || !m.node.running) continue;
+      if (m === target || m === old) continue;
+      if (!m.node.running) {
+        await followOnStart(m);
+        continue;
+      }
       await sql.query(m.node.url, `ALTER SYSTEM SET primary_conninfo = '${conninfo(m.node.name)}'`);
       await sql.query(m.node.url, 'SELECT pg_reload_conf()');
       if (!(await sql.waitForStreaming(m.node.url, { timeline }, 30_000))) {
