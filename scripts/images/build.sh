@@ -30,10 +30,11 @@
 #
 #   postgres images: user postgres; PATH includes /usr/lib/postgresql/<major>/bin;
 #                    PGDATA=/var/lib/postgresql/data (its parent owned by postgres); CMD bash.
-#   mysql, mariadb:  user mysql; /var/lib/mysql and /run/mysqld owned by mysql; CMD bash.
+#   mysql, mariadb:  user mysql; /var/lib/mysql, /var/lib/mysql-files (MySQL's default
+#                    secure-file-priv) and /run/mysqld owned by mysql; CMD bash.
 #
-# Needs root (debootstrap, chroot) and a running Docker engine. Environment: TIDEMARK_CACHE_DIR,
-# TIDEMARK_DEBIAN_MIRROR (as for scripts/setup/chroot.sh).
+# Needs a running Docker engine, and root to build (debootstrap, chroot; loading does not).
+# Environment: TIDEMARK_CACHE_DIR, TIDEMARK_DEBIAN_MIRROR (as for scripts/setup/chroot.sh).
 set -euo pipefail
 exec </dev/null
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -56,19 +57,29 @@ image_of() {
   esac
 }
 
-# The scripts whose content decides what an image holds.
-recipe_files() {
-  local files=("$HERE/build.sh" "$SETUP/chroot.sh" "$SETUP/lib.sh")
-  case "$1" in
-    pg19) files+=("$SETUP/pg19-chroot.sh") ;;
-    mysql97) files+=("$SETUP/mysql97-chroot.sh") ;;
-  esac
-  printf '%s\n' "${files[@]}"
-}
+# Files excluded from every image: runtime directories, documentation, apt's caches.
+EXCLUDES=(
+  './proc/*' './sys/*' './dev/*' './run/*' './tmp/*' './var/tmp/*'
+  './usr/share/doc/*' './usr/share/man/*' './usr/share/info/*' './usr/share/locale/*'
+  './usr/share/lintian/*' './var/lib/apt/lists/*' './var/cache/apt/*' './var/log/apt/*'
+  './var/log/*.log'
+)
+
+# What decides an image's content: the root file system's recipe (the chroot scripts, and the
+# arguments given to chroot.sh here), the exclusions, the customisation and the image settings.
+# Other edits of this script (messages, caching) do not rebuild images.
 recipe_of() {
-  local f
-  recipe_files "$1" | while read -r f; do sha256sum "$f"; done |
-    awk '{ print $1 }' | sha256sum | cut -c1-12
+  {
+    cat "$SETUP/chroot.sh" "$SETUP/lib.sh"
+    case "$1" in
+      pg19) cat "$SETUP/pg19-chroot.sh" ;;
+      mysql97) cat "$SETUP/mysql97-chroot.sh" ;;
+    esac
+    declare -f rootfs_of
+    printf '%s\n' "${EXCLUDES[@]}"
+    customise_script "$1"
+    image_changes "$1" ''
+  } | sha256sum | cut -c1-12
 }
 
 # Build (once) the root file system of a target; prints its directory.
@@ -102,9 +113,9 @@ customise_script() {
 mkdir -p /var/lib/postgresql /var/run/postgresql
 chown postgres:postgres /var/lib/postgresql /var/run/postgresql' ;;
     mysql97 | mariadb1011) echo 'set -e
-mkdir -p /var/lib/mysql /run/mysqld
-chown mysql:mysql /var/lib/mysql /run/mysqld
-chmod 750 /var/lib/mysql' ;;
+mkdir -p /var/lib/mysql /var/lib/mysql-files /run/mysqld
+chown mysql:mysql /var/lib/mysql /var/lib/mysql-files /run/mysqld
+chmod 750 /var/lib/mysql /var/lib/mysql-files' ;;
   esac
 }
 
@@ -133,6 +144,7 @@ engine_recipe() {
 
 build_image() { # $1 target, $2 image, $3 recipe
   local target="$1" image="$2" recipe="$3" t rootfs base cid
+  [ "$(id -u)" = 0 ] || die "$target: building needs root (debootstrap and chroot make the root file system)"
   t=$(date +%s.%N)
   rootfs=$(rootfs_of "$target")
   [ -d "$rootfs" ] || die "$target: no root file system at $rootfs"
@@ -140,15 +152,10 @@ build_image() { # $1 target, $2 image, $3 recipe
 
   t=$(date +%s.%N)
   base="$image-import"
-  # Runtime directories, documentation and apt's caches stay out. --one-file-system: the local
-  # pg19 target may keep a tmpfs mounted on the chroot's /dev/shm.
-  tar -C "$rootfs" --one-file-system --numeric-owner -c \
-    --exclude='./proc/*' --exclude='./sys/*' --exclude='./dev/*' --exclude='./run/*' \
-    --exclude='./tmp/*' --exclude='./var/tmp/*' \
-    --exclude='./usr/share/doc/*' --exclude='./usr/share/man/*' --exclude='./usr/share/info/*' \
-    --exclude='./usr/share/locale/*' --exclude='./usr/share/lintian/*' \
-    --exclude='./var/lib/apt/lists/*' --exclude='./var/cache/apt/*' \
-    --exclude='./var/log/apt/*' --exclude='./var/log/*.log' \
+  # --one-file-system: the local pg19 target may keep a tmpfs mounted on the chroot's /dev/shm.
+  local excludes=() pattern
+  for pattern in "${EXCLUDES[@]}"; do excludes+=(--exclude="$pattern"); done
+  tar -C "$rootfs" --one-file-system --numeric-owner -c "${excludes[@]}" \
     . | docker import - "$base" >/dev/null
   say "$target: imported in $(elapsed "$t")"
 
@@ -222,7 +229,6 @@ if [ "$PRINT_ENV" = 1 ]; then
   exit 0
 fi
 
-[ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot build the root file systems)"
 docker info >/dev/null 2>&1 || die "no Docker engine answers (docker info failed); start dockerd first"
 
 T_ALL=$(date +%s.%N)

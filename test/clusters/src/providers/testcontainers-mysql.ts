@@ -1,16 +1,19 @@
 // MySQL/MariaDB clusters of the 'testcontainers' provider (mysql97, mariadb1011).
 //
-// UNTESTED HERE: the machines this harness was written on have no container engine; only the
-// fast failure of available() was exercised. It mirrors the PostgreSQL containers
-// (testcontainers.ts) and the local MySQL clusters (local/mysql.ts): the same option files
-// (nodeConfig, with the bind and report addresses of a container), the same accounts, and all
-// replication SQL from the flavour's dialect.
+// Tested here on a local engine with images built from Debian packages (scripts/images/build.sh:
+// tidemark-local/mysql:9.7 and tidemark-local/mariadb:10.11, set with TIDEMARK_TC_IMAGE_MYSQL97 /
+// _MARIADB1011): the whole conformance suite passes on them, and CI runs it. It mirrors the
+// PostgreSQL containers (testcontainers.ts) and the local MySQL clusters (local/mysql.ts): the
+// same option files (nodeConfig, with the bind and report addresses of a container), the same
+// accounts, and all replication SQL from the flavour's dialect.
 //
 // Each node is a `mysql:9` / `mariadb:10.11` container on a private network (aliases n0, n1, ...)
 // whose PID 1 is a shell loop, so stop/kill/start act on the server inside a container that
 // stays up and keeps its published port. Our script initialises the data directory (not the
 // image's entrypoint): no binary log while initialising, so every node starts with an empty
 // GTID history and replicas fetch the source's whole binary log with auto-position / slave_pos.
+// An image needs only: bash and coreutils, mysqld (or mariadbd and mariadb-install-db) on PATH,
+// and a `mysql` user; everything is written under /tmp.
 
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from '../mysql/dialect.js';
 import * as sql from '../mysql/sql.js';
@@ -44,7 +47,10 @@ const SERVERS: Record<MysqlFlavour, string> = { mysql: 'mysqld', mariadb: 'maria
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Image for a target; override with TIDEMARK_TC_IMAGE_MYSQL97 / TIDEMARK_TC_IMAGE_MARIADB1011. */
+/**
+ * Image for a target: the official `mysql:9` / `mariadb:10.11` unless TIDEMARK_TC_IMAGE_MYSQL97 /
+ * TIDEMARK_TC_IMAGE_MARIADB1011 name another (scripts/images/build.sh makes local ones).
+ */
 function imageFor(target: string, flavour: MysqlFlavour): string {
   return process.env[`TIDEMARK_TC_IMAGE_${target.toUpperCase()}`] || IMAGES[flavour];
 }
@@ -418,10 +424,7 @@ class ContainerMysqlCluster implements Cluster {
   }
 }
 
-/**
- * Start a MySQL-family cluster in containers: source n0 plus `options.replicas` GTID replicas.
- * UNTESTED HERE (no container engine on the machines it was written on).
- */
+/** Start a MySQL-family cluster in containers: source n0 plus `options.replicas` GTID replicas. */
 export async function startMysqlContainerCluster(
   target: string,
   options: StartOptions = {},

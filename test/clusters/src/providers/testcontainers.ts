@@ -1,15 +1,20 @@
 // The 'testcontainers' provider, for machines with a Docker (or compatible) engine.
 //
-// UNTESTED HERE: the machines this harness was written on have no container engine; only the
-// fast failure of available() was exercised. The design keeps each container alive independently
-// of its server (PID 1 is a shell loop), so stop/kill/start act on the server inside a container
-// whose published port stays the same.
+// Tested here on a local engine with images built from Debian packages (scripts/images/build.sh:
+// tidemark-local/postgres:15 and :19, set with TIDEMARK_TC_IMAGE_PG15 / _PG19): the whole
+// conformance suite passes on them, and CI runs it. Each container is kept alive independently
+// of its server (PID 1 is a shell loop), so stop/kill/start act on the server inside a
+// container whose published port stays the same.
 //
-// MySQL-family targets (mysql97, mariadb1011) are started by testcontainers-mysql.ts.
+// MySQL-family targets (mysql97, mariadb1011) are started by testcontainers-mysql.ts; MongoDB
+// (mongo/containers.ts) is the one part not run here: no MongoDB server package or image exists
+// for these machines.
 //
-// Each node is a `postgres:<major>` container on a private network (aliases n0, n1, ...). The
-// primary is initdb'd by our script (not the image's entrypoint, whose PGDATA differs between
-// image versions); replicas are seeded with pg_basebackup -R from n0.
+// Each node is a `postgres:<major>` container on a private network (aliases n0, n1, ...). Our
+// scripts, not the image's entrypoint, run everything, so an image needs only: bash and
+// coreutils, initdb/pg_ctl/pg_basebackup on PATH, and a `postgres` user (the official images
+// and the local ones both have them). The primary is initdb'd into /tmp/pgdata; replicas are
+// seeded with pg_basebackup -R from n0.
 
 import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
@@ -37,7 +42,10 @@ const STREAMING_TIMEOUT_MS = 30_000;
 const DIVERGED =
   /forked off current database system timeline|is not a child of this server's history/;
 
-/** Image for a target; override with TIDEMARK_TC_IMAGE_PG15 etc. (pg19 has no release image yet). */
+/**
+ * Image for a target: the official `postgres:<major>` unless TIDEMARK_TC_IMAGE_PG15 etc. name
+ * another (pg19 has no release image yet; scripts/images/build.sh makes local ones).
+ */
 function imageFor(target: string): string {
   const override = process.env[`TIDEMARK_TC_IMAGE_${target.toUpperCase()}`];
   return override || `postgres:${MAJORS[target]}`;
@@ -240,7 +248,7 @@ export class TestcontainersProvider implements ClusterProvider {
 
   async available(target: string): Promise<Availability> {
     if (!this.supports(target)) return { ok: false, reason: `unknown target '${target}'` };
-    // Three mongod containers on host networking (UNTESTED HERE): mongo/containers.ts.
+    // Three mongod containers on host networking (not run here: no mongod): mongo/containers.ts.
     if (target === 'mongo') return containerMongo.available();
     try {
       const tc = await import('testcontainers');
@@ -253,7 +261,7 @@ export class TestcontainersProvider implements ClusterProvider {
   }
 
   async start(target: string, options: StartOptions = {}): Promise<Cluster> {
-    // MySQL 9 / MariaDB 10.11 containers (also UNTESTED HERE): testcontainers-mysql.ts.
+    // MySQL 9 / MariaDB 10.11 containers: testcontainers-mysql.ts.
     if (mysqlFamilyTarget(target)) return startMysqlContainerCluster(target, options);
     if (target === 'mongo') return containerMongo.start(options);
     const { GenericContainer, Network, Wait } = await import('testcontainers');

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Run the conformance suite (external provider) against the compose clusters in docker/, on the
+# local images (scripts/images/build.sh), with exactly the commands the compose files document:
+#
+#   scripts/images/compose-conformance.sh [CLUSTER...]   CLUSTER: pg15 pg19 mysql97 mariadb1011
+#                                                        (default: all four)
+#
+#   pg15, pg19   docker/postgres.compose.yaml + docker/postgres.local.yaml (TIDEMARK_PG_MAJOR)
+#   mysql97      docker/mysql.compose.yaml + docker/mysql.local.yaml
+#   mariadb1011  docker/mariadb.compose.yaml + docker/mariadb.local.yaml
+#
+# For each: `up -d --wait`, the conformance suite with the file's URLs, `down -v` (also when the
+# suite fails). Only the scenarios the external provider can run (TIDEMARK_SCENARIOS, as the
+# files say): replica-killed and promotion-lost-write stop, kill and promote servers, which
+# needs the testcontainers or local provider. Exits non-zero if any step failed. Needs a
+# running Docker engine with `docker compose` (v2) and the images (scripts/images/build.sh).
+# Run from anywhere; the commands run from the repository root.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+EXTERNAL_SCENARIOS=ryw-idle,paused-replay,monotonic-reads,bounded-wait,fallback-cap,bad-tokens
+say() { printf '[compose] %s\n' "$*" >&2; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
+
+run_cluster() { # $1 target
+  local target="$1" file override t rc=0
+  case "$target" in
+    pg15 | pg19) file=postgres; export TIDEMARK_PG_MAJOR="${target#pg}" ;;
+    mysql97) file=mysql ;;
+    mariadb1011) file=mariadb ;;
+    *) say "unknown cluster '$target' (known: pg15 pg19 mysql97 mariadb1011)"; return 2 ;;
+  esac
+  local compose=(docker compose -f "docker/$file.compose.yaml" -f "docker/$file.local.yaml")
+  t=$(date +%s.%N)
+  say "$target: ${compose[*]} up -d --wait"
+  if ! "${compose[@]}" up -d --wait; then
+    say "$target: the cluster did not come up"
+    "${compose[@]}" logs --tail 30 >&2 || true
+    "${compose[@]}" down -v >/dev/null 2>&1 || true
+    return 1
+  fi
+  say "$target: cluster up in $(elapsed "$t")"
+  (
+    export TIDEMARK_PROVIDER=external TIDEMARK_SCENARIOS="$EXTERNAL_SCENARIOS" TIDEMARK_TARGETS="$target"
+    case "$file" in
+      postgres)
+        export TIDEMARK_PG_PRIMARY_URL=postgres://postgres@127.0.0.1:55432/postgres
+        export TIDEMARK_PG_REPLICA_URLS=postgres://postgres@127.0.0.1:55433/postgres,postgres://postgres@127.0.0.1:55434/postgres ;;
+      mysql)
+        export TIDEMARK_MYSQL_PRIMARY_URL=mysql://root@127.0.0.1:53306/test
+        export TIDEMARK_MYSQL_REPLICA_URLS=mysql://root@127.0.0.1:53307/test,mysql://root@127.0.0.1:53308/test ;;
+      mariadb)
+        export TIDEMARK_MYSQL_PRIMARY_URL=mysql://root@127.0.0.1:53316/test
+        export TIDEMARK_MYSQL_REPLICA_URLS=mysql://root@127.0.0.1:53317/test,mysql://root@127.0.0.1:53318/test ;;
+    esac
+    say "$target: TIDEMARK_PROVIDER=external TIDEMARK_TARGETS=$target pnpm test:conformance"
+    pnpm test:conformance
+  ) || rc=$?
+  "${compose[@]}" down -v || rc=1
+  say "$target: done in $(elapsed "$t") (exit $rc)"
+  return $rc
+}
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(pg15 pg19 mysql97 mariadb1011)
+docker compose version >/dev/null 2>&1 || {
+  say "docker compose (v2) is not available: scripts/images/compose-plugin.sh installs it"
+  exit 1
+}
+failed=()
+for target in "${targets[@]}"; do run_cluster "$target" || failed+=("$target"); done
+if [ ${#failed[@]} -gt 0 ]; then
+  say "FAILED: ${failed[*]}"
+  exit 1
+fi
+say "all passed: ${targets[*]}"
