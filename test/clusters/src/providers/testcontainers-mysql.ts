@@ -203,7 +203,11 @@ class ContainerMysqlCluster implements Cluster {
   /** Used by the provider once every container is up: database, replication, version. */
   async build(): Promise<void> {
     for (const m of this.members) {
-      await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+      try {
+        await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+      } catch (err) {
+        throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
+      }
     }
     const primary = this.currentPrimary();
     await sql.query(primary.adminUrl, `CREATE DATABASE IF NOT EXISTS ${DATABASE}`);

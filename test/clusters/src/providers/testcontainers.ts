@@ -311,7 +311,9 @@ export class TestcontainersProvider implements ClusterProvider {
       if (failed) throw (failed as PromiseRejectedResult).reason;
       for (const m of members.slice(1)) {
         if (!(await sql.waitForStreaming(m.node.url, {}, 60_000)))
-          throw new Error(`${m.node.name} is not streaming`);
+          throw new Error(
+            `${m.node.name} is not streaming after 60 s\n${(await m.container.exec(['bash', '-c', `tail -n 25 ${LOG}`])).output}`,
+          );
       }
       const version = await sql.serverVersion(members[0]!.node.url);
       return new ContainerPgCluster(target, version, members, network);
