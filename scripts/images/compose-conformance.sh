@@ -9,21 +9,21 @@
 #   mysql97      docker/mysql.compose.yaml + docker/mysql.local.yaml
 #   mariadb1011  docker/mariadb.compose.yaml + docker/mariadb.local.yaml
 #
-# For each: `up -d --wait`, the conformance suite with the file's URLs, `down -v` (also when the
-# suite fails). Only the scenarios the external provider can run (TIDEMARK_SCENARIOS, as the
-# files say): replica-killed and promotion-lost-write stop, kill and promote servers, which
-# needs the testcontainers or local provider. Exits non-zero if any step failed. Needs a
+# For each: `up -d --wait`, then the conformance suite with the `export` lines of the compose
+# file's header (read from the file, so the documented commands are the tested ones), then
+# `down -v` (also when the suite fails). Those exports select the external provider and the
+# scenarios it can run: replica-killed and promotion-lost-write stop, kill and promote servers,
+# which needs the testcontainers or local provider. Exits non-zero if any step failed. Needs a
 # running Docker engine with `docker compose` (v2) and the images (scripts/images/build.sh).
 # Run from anywhere; the commands run from the repository root.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-EXTERNAL_SCENARIOS=ryw-idle,paused-replay,monotonic-reads,bounded-wait,fallback-cap,bad-tokens
 say() { printf '[compose] %s\n' "$*" >&2; }
 elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f s", b - a }'; }
 
 run_cluster() { # $1 target
-  local target="$1" file override t rc=0
+  local target="$1" file t rc=0
   case "$target" in
     pg15 | pg19) file=postgres; export TIDEMARK_PG_MAJOR="${target#pg}" ;;
     mysql97) file=mysql ;;
@@ -41,19 +41,13 @@ run_cluster() { # $1 target
   fi
   say "$target: cluster up in $(elapsed "$t")"
   (
-    export TIDEMARK_PROVIDER=external TIDEMARK_SCENARIOS="$EXTERNAL_SCENARIOS" TIDEMARK_TARGETS="$target"
-    case "$file" in
-      postgres)
-        export TIDEMARK_PG_PRIMARY_URL=postgres://postgres@127.0.0.1:55432/postgres
-        export TIDEMARK_PG_REPLICA_URLS=postgres://postgres@127.0.0.1:55433/postgres,postgres://postgres@127.0.0.1:55434/postgres ;;
-      mysql)
-        export TIDEMARK_MYSQL_PRIMARY_URL=mysql://root@127.0.0.1:53306/test
-        export TIDEMARK_MYSQL_REPLICA_URLS=mysql://root@127.0.0.1:53307/test,mysql://root@127.0.0.1:53308/test ;;
-      mariadb)
-        export TIDEMARK_MYSQL_PRIMARY_URL=mysql://root@127.0.0.1:53316/test
-        export TIDEMARK_MYSQL_REPLICA_URLS=mysql://root@127.0.0.1:53317/test,mysql://root@127.0.0.1:53318/test ;;
-    esac
-    say "$target: TIDEMARK_PROVIDER=external TIDEMARK_TARGETS=$target pnpm test:conformance"
+    # The exports documented at the top of the compose file, exactly as written there.
+    exports=$(sed -n 's/^#   export \(TIDEMARK_[A-Z_]*=[^ ]*\)$/\1/p' "docker/$file.compose.yaml")
+    [ -n "$exports" ] || { say "$target: no '#   export' lines in docker/$file.compose.yaml"; exit 1; }
+    while IFS= read -r line; do export "${line?}"; done <<<"$exports"
+    export TIDEMARK_TARGETS="$target"
+    [ "${TIDEMARK_PROVIDER:-}" = external ] || { say "$target: the file's exports do not select the external provider"; exit 1; }
+    say "$target: $(echo "$exports" | tr '\n' ' ')TIDEMARK_TARGETS=$target pnpm test:conformance"
     pnpm test:conformance
   ) || rc=$?
   "${compose[@]}" down -v || rc=1
