@@ -70,8 +70,9 @@ export async function startBookstore(options: BookstoreOptions = {}): Promise<Bo
       primary: cluster.primary().url,
       replicas: { r1: replica.url },
     });
-    router = new Router({ adapter, cluster: 'bookstore', health, wait: { budgetMs: 100 } });
-    await router.ready();
+    const routed = new Router({ adapter, cluster: 'bookstore', health, wait: { budgetMs: 100 } });
+    router = routed;
+    await routed.ready();
     // A real deployment loads secrets from its secret store; new keys go first, retired ones
     // stay until their tokens expired (`lifetimeSeconds`).
     const secret = process.env['TIDEMARK_SECRET'] ?? 'demo-only-secret-demo-only-secret!';
@@ -95,6 +96,8 @@ export async function startBookstore(options: BookstoreOptions = {}): Promise<Bo
         new TokenCarrier({
           codec,
           lifetimeSeconds,
+          // The carrier merges every token source per cluster with the router's codec.
+          routers: [routed],
           ...(api.store ? { store } : {}),
           ...(api.logger === undefined ? {} : { logger: api.logger }),
         }),

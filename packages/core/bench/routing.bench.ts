@@ -7,7 +7,7 @@
  * `ratio` column is median / target (under 1 meets it). Wall time is never asserted: machines
  * are noisy, so this reports and the reader judges.
  */
-import { leastLag, planRead, Router, Session, TokenCodec } from '../src/index.js';
+import { balanced, leastLag, planRead, Router, Session, TokenCodec } from '../src/index.js';
 import {
   InMemoryAdapter,
   type MemoryConnection,
@@ -34,6 +34,13 @@ function benchPlanRead(): void {
     affinityKey: undefined,
   };
   const covered = { ...base, required: 1000 };
+  // The router's default: power of two choices over the router's in-flight counts.
+  const inFlight = new Map(states.map((state, i) => [state.id, i % 3]));
+  const balancedCovered = {
+    ...covered,
+    selection: balanced(),
+    load: { inFlight: (id: string) => inFlight.get(id) ?? 0 },
+  };
   const wait = { ...base, required: 2000 };
   const noToken = { ...base, required: undefined };
   if (planRead(covered).kind !== 'replica' || planRead(wait).kind !== 'wait') {
@@ -43,6 +50,13 @@ function benchPlanRead(): void {
     report(
       `planRead replicas=${REPLICAS} covered`,
       measureSync(() => planRead(covered)),
+      TARGET_NS,
+    ),
+  );
+  console.log(
+    report(
+      `planRead replicas=${REPLICAS} covered balanced`,
+      measureSync(() => planRead(balancedCovered)),
       TARGET_NS,
     ),
   );

@@ -11,6 +11,14 @@ export interface WriteOptions {
    * Default true: adapters then capture the position together with the commit.
    */
   transaction?: boolean;
+  /**
+   * False (what `Router.write` passes): a capture that would cost a round trip on the write's
+   * connection may be skipped, returning no `position`; the router then settles it from a
+   * primary probe sent after the write, shared by every write that finished before it
+   * (invariant 1). Free captures (OK packets, replies, a capture pipelined with COMMIT) are
+   * returned anyway. Undefined or true: always capture.
+   */
+  capture?: boolean;
 }
 
 export interface ReadContext<P = unknown> {
@@ -23,6 +31,13 @@ export interface ReadContext<P = unknown> {
    * target that covers it, so enforcing it never adds a wait there.
    */
   readonly required?: P | undefined;
+  /**
+   * False (what the router passes): do not spend a round trip observing the position after the
+   * read; the router settles it from a later probe of the same node, shared by many reads.
+   * Return `observed` anyway when the server handed it over for free (MongoDB `operationTime`).
+   * Undefined or true: observe on the read's connection as before.
+   */
+  readonly observe?: boolean | undefined;
 }
 
 /** What an adapter returns from a read. */
@@ -38,9 +53,15 @@ export interface ReadOutcome<T, P> {
 /** What an adapter returns from a write. */
 export interface WriteOutcome<T, P> {
   readonly value: T;
-  /** Position captured after the commit was acknowledged, on the committing connection. */
-  readonly position: P;
+  /**
+   * Position captured after the commit was acknowledged, on the committing connection.
+   * Undefined only when the caller passed `capture: false` and capturing was not free.
+   */
+  readonly position: P | undefined;
 }
+
+/** A write whose position was captured (every write unless `capture: false` was passed). */
+export type CapturedWrite<T, P> = WriteOutcome<T, P> & { readonly position: P };
 
 /** How a session position relates to the primary's history. */
 export type PrimaryVerdict = 'ok' | 'impossible' | 'other-history';
@@ -102,6 +123,14 @@ export interface Adapter<P, C> {
   classifyAgainstPrimary?:
     | ((primary: P, required: P) => PrimaryVerdict | Promise<PrimaryVerdict>)
     | undefined;
+  /**
+   * True when the codec's `covered` is no proof of shared history, so `classifyAgainstPrimary`
+   * (which must then answer synchronously) is asked even when the codec says covered: MariaDB
+   * compares one sequence number per domain, and a new primary whose sequence passed a lost
+   * GTID "covers" it. The router then checks each token against the primary's sample before
+   * routing, and the monitor each replica. Default false.
+   */
+  readonly coveredNeedsVerdict?: boolean | undefined;
   /**
    * Whether an error thrown by a read is worth one retry elsewhere (connection lost, server
    * shutting down). Errors in the caller's own query (syntax, read-only violation) are not.

@@ -1,7 +1,7 @@
 import { type HealthOptions, isHealthy } from './health.js';
 import type { ReplicaState } from './monitor/types.js';
 import type { PositionCodec } from './position.js';
-import type { SelectionPolicy } from './selection.js';
+import type { ReplicaLoad, SelectionPolicy } from './selection.js';
 
 /** The synchronous part of a routing decision: what the monitor's view allows right now. */
 export type ReadPlan<P> =
@@ -24,6 +24,8 @@ export interface PlanInput<P> {
   readonly health: HealthOptions;
   readonly selection: SelectionPolicy;
   readonly affinityKey: string | undefined;
+  /** Reads in flight per replica, for selection policies that balance load. */
+  readonly load?: ReplicaLoad | undefined;
   /** Replicas already tried by this read (a failed first attempt). */
   readonly exclude?: string | undefined;
 }
@@ -60,7 +62,7 @@ export function planRead<P>(input: PlanInput<P>): ReadPlan<P> {
   if (covered.length > 0) {
     return {
       kind: 'replica',
-      replica: input.selection.select(covered, input.affinityKey),
+      replica: input.selection.select(covered, input.affinityKey, input.load),
       covered: required !== undefined,
     };
   }

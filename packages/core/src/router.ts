@@ -1,22 +1,29 @@
-import { type Adapter, PRIMARY, type WriteOptions } from './adapter.js';
+import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
+import { ConcurrencyLimit } from './concurrency-limit.js';
 import type { DecisionReason, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
+  HistoryUnverifiedError,
   OtherHistoryError,
   ReplicasBehindError,
   TidemarkError,
   TokenError,
 } from './errors.js';
 import { Emitter } from './events.js';
-import type { HealthOptions } from './health.js';
+import { type HealthOptions, isHealthy } from './health.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
-import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
+import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead } from './plan.js';
 import type { PositionCodec } from './position.js';
-import { type SelectionName, type SelectionPolicy, selectionPolicy } from './selection.js';
+import {
+  type ReplicaLoad,
+  type SelectionName,
+  type SelectionPolicy,
+  selectionPolicy,
+} from './selection.js';
 import type { Session } from './session.js';
 import { assertClusterName } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
@@ -32,7 +39,10 @@ export interface RouterOptions<P, C> {
     Omit<PollingMonitorOptions<P>, 'codec' | 'replicas' | 'probe' | 'probePrimary'>
   >;
   health?: Partial<HealthOptions>;
-  /** Which covered replica serves a read. Default `least-lag`. */
+  /**
+   * Which covered replica serves a read. Default `balanced`: power of two choices on this
+   * router's in-flight reads per replica, lag as tie-break (see {@link balanced}).
+   */
   selection?: SelectionName | SelectionPolicy;
   wait?: {
     /** Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables. */
@@ -40,11 +50,34 @@ export interface RouterOptions<P, C> {
     /** Poll period when the adapter has no server-side wait. Default 10 ms. */
     pollIntervalMs?: number;
   };
-  /** Leader fallback under a token-bucket cap (invariant 5). */
+  /**
+   * Leader fallback under a cap (invariant 5). By default the cap bounds how many primary
+   * fallback reads are in flight at once (`maxConcurrent`, with a short queue): it never binds
+   * on a healthy primary, which answers fast, and binds when the primary slows down. Setting
+   * `ratePerSecond` or `burst` adds a token bucket on top.
+   */
   fallback?: {
     /** Default true. */
     enabled?: boolean;
-  } & Partial<TokenBucketOptions>;
+    /**
+     * Primary fallback reads (`primary-fallback`, `primary-no-replica`) this router runs at once.
+     * Default 16. A healthy primary serving point reads in 1 ms passes 16,000 such reads per
+     * second under it; one that takes 2 s passes 8.
+     */
+    maxConcurrent?: number;
+    /**
+     * How long a fallback read may queue for a free slot when `maxConcurrent` are in flight,
+     * before the `degraded` policy applies. Default 250 ms; 0: never queue.
+     */
+    queueMs?: number;
+    /**
+     * A separate, smaller cap for primary reads of sessions whose position is from another
+     * history or could not be verified (`otherHistory: 'primary'`), so that a burst of forged or
+     * lost positions cannot spend the cap honest sessions rely on. Above it those reads get
+     * their typed error. Default 10 per second, burst 10.
+     */
+    otherHistory?: Partial<TokenBucketOptions>;
+  } & Partial<TokenBucketOptions>; // ratePerSecond, burst: no bucket unless one of them is set
   /**
    * Above the fallback cap: `error` throws {@link ReplicasBehindError} (retryable, with an ETA),
    * `stale` serves from the best replica and marks the decision stale. Default `error`.
@@ -58,9 +91,22 @@ export interface RouterOptions<P, C> {
   badToken?: 'reject' | 'ignore';
   /**
    * A session position from another history (lost in a failover): `error` throws
-   * {@link OtherHistoryError}; `primary` reads from the primary (under the cap). Default `error`.
+   * {@link OtherHistoryError}; `primary` reads from the primary (under its own cap, see
+   * `fallback.otherHistory`). The same policy applies when the history check cannot answer:
+   * `error` throws {@link HistoryUnverifiedError} (retryable), `primary` reads the primary without
+   * raising the session. Default `error`.
    */
   otherHistory?: 'error' | 'primary';
+  /**
+   * When the position a read observed is settled (invariant 3). `deferred` (default): the read
+   * returns as soon as its query does and its connection goes back to the pool at once; the
+   * position is taken from a probe of the same node sent after the read, shared by every read
+   * that finished before it, only when someone needs it: the session's next read (unless it
+   * stays on the same replica, which is monotonic by itself) or `session.settled()` before its
+   * token is encoded. A session never used again costs nothing. `immediate`: settle before the
+   * read returns (same shared probe).
+   */
+  settle?: 'deferred' | 'immediate';
   clock?: Clock;
 }
 
@@ -83,7 +129,19 @@ export interface RouterEvents<P> {
   retry: (event: { cluster: string; failedTarget: string; error: unknown }) => void;
   'bad-token': (event: { cluster: string; error: TokenError }) => void;
   'other-history': (event: { cluster: string; position: P }) => void;
-  write: (event: { cluster: string; position: P; durationMs: number }) => void;
+  /** The history check of a session's position could not answer (fail closed). */
+  'history-unverified': (event: { cluster: string; error: unknown }) => void;
+  /** A write succeeded, and the session's earlier position was found lost (see {@link LostWrite}). */
+  'lost-write': (event: LostWrite & { readonly written: P }) => void;
+  /** A replica's history verdict changed; `diverged` replicas serve no reads. */
+  'replica-history': (event: {
+    cluster: string;
+    replica: string;
+    history: ReplicaHistory;
+    previous: ReplicaHistory;
+  }) => void;
+  /** A write finished; `position` is undefined while its capture is deferred (`Router.write`). */
+  write: (event: { cluster: string; position: P | undefined; durationMs: number }) => void;
   'replica-state': (state: ReplicaState<P>) => void;
 }
 
@@ -93,13 +151,38 @@ export interface RoutedRead<T> {
   readonly decision: RouteDecision;
 }
 
+/**
+ * A session's earlier position that a write found not to be part of the current history: the
+ * write itself succeeded, but an earlier write of this session was lost in a failover
+ * (`other-history`), or the primary could not be asked (`unverified`). The session now holds the
+ * new write's position, so its next reads see the new write; what was lost is for the app to
+ * handle (tell the user, re-submit).
+ */
+export interface LostWrite {
+  readonly cluster: string;
+  /** The earlier position, encoded as in a token. */
+  readonly position: string;
+  readonly verdict: 'other-history' | 'unverified';
+}
+
+/** Result of {@link Router.writeDetailed}. */
+export interface WriteResult<T> {
+  readonly value: T;
+  /** Set when the session's earlier position was lost or could not be verified. */
+  readonly lostWrite: LostWrite | undefined;
+}
+
 /** Internal: a chosen target before the read runs. */
 interface Route {
   /** True when the session's position was dropped as impossible while routing. */
   ignoredPosition?: boolean;
+  /** True when the read must not raise the session (its position's history is unverified). */
+  keepSession?: boolean;
   target: string;
   reason: DecisionReason;
   stale: boolean;
+  /** Gives back the primary fallback slot this route holds, once its read has ended. */
+  release?: (() => void) | undefined;
 }
 
 /**
@@ -120,10 +203,19 @@ export class Router<P, C> {
   private readonly selection: SelectionPolicy;
   private readonly waitBudgetMs: number;
   private readonly pollIntervalMs: number;
+  /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
   private readonly bucket: TokenBucket | undefined;
+  private readonly fallbackLimit: ConcurrencyLimit | undefined;
+  private readonly fallbackQueueMs: number;
+  private readonly releaseFallback = () => this.fallbackLimit?.release();
+  /** Reads this router has running per target (replica id or `primary`). */
+  private readonly inFlight = new Map<string, number>();
+  private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
+  private readonly otherHistoryBucket: TokenBucket | undefined;
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
   private readonly otherHistory: 'error' | 'primary';
+  private readonly settleMode: 'deferred' | 'immediate';
   private readonly counters = new RouterMetrics();
   private closed = false;
 
@@ -142,21 +234,41 @@ export class Router<P, C> {
       maxSampleAgeMs: options.health?.maxSampleAgeMs ?? Math.max(1000, intervalMs * 5),
       maxLagSeconds: options.health?.maxLagSeconds ?? 10,
     };
-    this.selection = selectionPolicy(options.selection ?? 'least-lag');
+    this.selection = selectionPolicy(options.selection ?? 'balanced');
     this.waitBudgetMs = nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250);
     this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 10);
     const fallbackEnabled = options.fallback?.enabled ?? true;
-    this.bucket = fallbackEnabled
+    const bucketSet =
+      options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;
+    this.bucket =
+      fallbackEnabled && bucketSet
+        ? new TokenBucket(
+            {
+              ratePerSecond: options.fallback?.ratePerSecond ?? 50,
+              burst: options.fallback?.burst ?? 50,
+            },
+            this.clock,
+          )
+        : undefined;
+    this.fallbackLimit = fallbackEnabled
+      ? new ConcurrencyLimit(options.fallback?.maxConcurrent ?? 16, this.clock)
+      : undefined;
+    this.fallbackQueueMs = nonNegative('fallback.queueMs', options.fallback?.queueMs ?? 250);
+    this.otherHistoryBucket = fallbackEnabled
       ? new TokenBucket(
           {
-            ratePerSecond: options.fallback?.ratePerSecond ?? 50,
-            burst: options.fallback?.burst ?? 50,
+            ratePerSecond: options.fallback?.otherHistory?.ratePerSecond ?? 10,
+            burst: options.fallback?.otherHistory?.burst ?? 10,
           },
           this.clock,
         )
       : undefined;
     this.degraded = oneOf('degraded', options.degraded ?? 'error', ['error', 'stale'] as const);
     this.badToken = oneOf('badToken', options.badToken ?? 'reject', ['reject', 'ignore'] as const);
+    this.settleMode = oneOf('settle', options.settle ?? 'deferred', [
+      'deferred',
+      'immediate',
+    ] as const);
     this.otherHistory = oneOf('otherHistory', options.otherHistory ?? 'error', [
       'error',
       'primary',
@@ -169,18 +281,33 @@ export class Router<P, C> {
         replicas: this.adapter.replicas,
         probe: (id, context) => this.adapter.probe(id, context),
         probePrimary: (context) => this.adapter.probePrimary(context),
+        classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
+          ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)
+          : undefined,
+        coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
         clock: this.clock,
       });
     this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
+    this.monitor.events.on('history', ({ id, history, previous }) => {
+      if (history === 'diverged') this.counters.replicasDiverged++;
+      this.events.emit('replica-history', {
+        cluster: this.cluster,
+        replica: id,
+        history,
+        previous,
+      });
+    });
     this.monitor.start();
   }
 
-  /** Probe every replica and the primary once; call before serving traffic. */
+  /**
+   * Probe the primary, then every replica, once; call before serving traffic. The primary goes
+   * first because replicas are judged against it (history and staleness, invariant 9): a replica
+   * sampled after the primary covers that sample when it is caught up.
+   */
   async ready(): Promise<void> {
-    await Promise.all([
-      this.monitor.refresh(),
-      this.monitor.refreshPrimary().catch(() => undefined),
-    ]);
+    await this.monitor.refreshPrimary().catch(() => undefined);
+    await this.monitor.refresh();
   }
 
   /**
@@ -192,12 +319,53 @@ export class Router<P, C> {
     fn: (connection: C) => Promise<T>,
     options: WriteOptions = {},
   ): Promise<T> {
+    return (await this.runWrite(session, fn, { capture: false, ...options })).value;
+  }
+
+  /**
+   * Like {@link Router.write}, and also says whether the session's earlier position was lost:
+   * when the session already held a position the new write does not cover, it is checked against
+   * the primary's history first (no round trip while the monitor's primary sample answers it).
+   * A lost position is reported here, by a `lost-write` event and in metrics, never dropped in
+   * silence (invariant 4); the session then holds the new write's position.
+   */
+  async writeDetailed<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: WriteOptions = {},
+  ): Promise<WriteResult<T>> {
+    // The verdict is part of the answer, so the position is captured now.
+    return this.runWrite(session, fn, { ...options, capture: true });
+  }
+
+  private async runWrite<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<WriteResult<T>> {
     this.assertOpen();
     const started = this.clock.now();
+    const before = this.monitor.primaryPosition();
     const { value, position } = await this.adapter.write(fn, options);
-    session.raise(this.cluster, this.adapter.codec, position);
+    if (position === undefined) {
+      this.counters.writes++;
+      const ticket = this.monitor.ticket();
+      session.defer(this.cluster, {
+        target: PRIMARY,
+        settle: () => this.settleWrite(session, ticket, before),
+      });
+      if (this.events.has('write')) {
+        this.events.emit('write', {
+          cluster: this.cluster,
+          position: undefined,
+          durationMs: this.clock.now() - started,
+        });
+      }
+      return { value, lostWrite: undefined };
+    }
     this.monitor.observePrimary(position);
     this.counters.writes++;
+    const lostWrite = await this.raiseAfterWrite(session, position);
     if (this.events.has('write')) {
       this.events.emit('write', {
         cluster: this.cluster,
@@ -205,7 +373,7 @@ export class Router<P, C> {
         durationMs: this.clock.now() - started,
       });
     }
-    return value;
+    return { value, lostWrite };
   }
 
   /** Run a read where the session's writes are visible; returns the callback's value. */
@@ -225,28 +393,38 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
-    const required = await this.requiredPosition(session);
-    const route = await this.route(session, required.position, required.ignored, options, started);
+    const sticky = await this.settleUnlessSticky(session);
+    let required = await this.requiredPosition(session);
+    let route: Route | undefined;
+    if (sticky !== undefined) {
+      if (this.replicaCovers(sticky, required.position)) {
+        route = { target: sticky, reason: 'replica-covered', stale: false };
+      } else {
+        // Another node will serve it: the pending position must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
+    }
+    route ??= await this.route(session, required.position, required.ignored, options, started);
     const waitedMs = this.clock.now() - started;
     let retried = false;
     let outcome: { value: T; observed?: P | undefined };
     let finalRoute = route;
     try {
-      outcome = await this.adapter.read(route.target, fn, {
-        signal: options.signal,
-        required: enforceable(route, required.position),
-      });
+      outcome = await this.runRead(route, fn, options, required.position);
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
+      if (this.hasPending(session)) {
+        // The retry may land elsewhere: what earlier reads observed must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
       const retryPosition = route.ignoredPosition ? undefined : required.position;
       finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
-        outcome = await this.adapter.read(finalRoute.target, fn, {
-          signal: options.signal,
-          required: enforceable(finalRoute, required.position),
-        });
+        outcome = await this.runRead(finalRoute, fn, options, required.position);
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
         throw new TidemarkError(
@@ -256,7 +434,9 @@ export class Router<P, C> {
         );
       }
     }
-    await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    if (!finalRoute.keepSession) {
+      await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    }
     const decision: RouteDecision = {
       cluster: this.cluster,
       target: finalRoute.target,
@@ -268,6 +448,31 @@ export class Router<P, C> {
     this.counters.record(decision);
     if (this.events.has('decision')) this.events.emit('decision', decision);
     return { value: outcome.value, decision };
+  }
+
+  /**
+   * One attempt of a read on its target, counted in flight (balanced selection) for its
+   * duration; a primary fallback slot the route holds is given back when it ends.
+   */
+  private async runRead<T>(
+    route: Route,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions,
+    required: P | undefined,
+  ): Promise<{ value: T; observed?: P | undefined }> {
+    const target = route.target;
+    this.inFlight.set(target, (this.inFlight.get(target) ?? 0) + 1);
+    try {
+      return await this.adapter.read(target, fn, {
+        signal: options.signal,
+        required: enforceable(route, required),
+        // The position is settled from a shared probe after the read (raiseAfterRead).
+        observe: false,
+      });
+    } finally {
+      this.inFlight.set(target, (this.inFlight.get(target) ?? 1) - 1);
+      route.release?.();
+    }
   }
 
   /** Counters since the router started (see {@link RouterMetrics}). */
@@ -318,6 +523,9 @@ export class Router<P, C> {
     options: ReadOptions,
     started: number,
   ): Promise<Route> {
+    if (required !== undefined && this.lostByVerdict(required)) {
+      return this.onOtherHistory(required);
+    }
     const plan = planRead({
       states: this.monitor.states(),
       required,
@@ -326,6 +534,7 @@ export class Router<P, C> {
       health: this.health,
       selection: this.selection,
       affinityKey: options.affinityKey,
+      load: this.load,
     });
     if (plan.kind === 'replica') {
       const reason: DecisionReason = plan.covered
@@ -335,11 +544,13 @@ export class Router<P, C> {
           : 'no-token';
       return { target: plan.replica.id, reason, stale: false };
     }
-    if (required === undefined) return this.fallback('primary-no-replica', undefined, started);
+    if (required === undefined) {
+      return this.fallback('primary-no-replica', undefined, started, options.signal);
+    }
     // Before spending the wait budget, make sure waiting can succeed at all: a position the
     // primary has not reached, or one from another history, never arrives on a replica.
     const verdict = await this.checkAgainstPrimary(required);
-    if (verdict === 'other-history') return this.onOtherHistory(required, started);
+    if (verdict === 'other-history') return this.onOtherHistory(required);
     if (verdict === 'impossible') {
       // Throws under 'reject'; under 'ignore' the read proceeds as if the session had no position.
       this.onBadToken(
@@ -353,53 +564,173 @@ export class Router<P, C> {
       return { ...rerouted, ignoredPosition: true };
     }
     if (plan.kind === 'wait' && this.waitBudgetMs > 0) {
+      // Safe even without a verdict: only a replica on the primary's history that covers the
+      // position can end the wait, exactly as on the covered path.
       const replica = await this.waitForReplica(required, plan.candidates, started, options);
       if (replica) return { target: replica, reason: 'replica-waited', stale: false };
     }
+    // The primary is the only place left, and reading it as fresh needs the verdict.
+    if (verdict instanceof CheckFailed) return this.onHistoryUnverified(verdict.cause);
     if (plan.kind === 'none' && plan.otherHistory) {
       // Every replica says "other history" but the primary covers the position: replicas are
       // still following an old primary. Reading the primary is the only fresh answer.
-      return this.fallback('primary-fallback', required, started);
+      return this.fallback('primary-fallback', required, started, options.signal);
     }
     return this.fallback(
       plan.kind === 'none' && !plan.anyHealthy ? 'primary-no-replica' : 'primary-fallback',
       required,
       started,
+      options.signal,
     );
   }
 
-  private async checkAgainstPrimary(required: P): Promise<'ok' | 'impossible' | 'other-history'> {
-    const codec = this.adapter.codec;
+  /**
+   * Is `required` part of the primary's history? Fails closed (invariant 10): when the primary
+   * cannot be asked, or the adapter's check throws, the answer is {@link CheckFailed}, never `ok`.
+   */
+  private async checkAgainstPrimary(required: P): Promise<PrimaryVerdict | CheckFailed> {
     const sampled = this.monitor.primaryPosition();
-    if (sampled !== undefined && codec.compare(sampled, required) === 'covered') return 'ok';
+    if (sampled !== undefined && this.adapter.codec.compare(sampled, required) === 'covered') {
+      return 'ok';
+    }
     let fresh: P | undefined;
     try {
       fresh = await this.monitor.refreshPrimary();
+    } catch (error) {
+      return new CheckFailed(error);
+    }
+    if (fresh === undefined) return new CheckFailed(new Error('the monitor has no primary probe'));
+    try {
+      return await this.classify(fresh, required);
+    } catch (error) {
+      return new CheckFailed(error);
+    }
+  }
+
+  /**
+   * For adapters whose `covered` is no proof of shared history (MariaDB): is the token, by the
+   * adapter's verdict against the monitor's primary sample, from another history? Synchronous
+   * and cheap; no sample, or an asynchronous verdict, leaves it to the usual path.
+   */
+  private lostByVerdict(required: P): boolean {
+    if (!this.adapter.coveredNeedsVerdict || !this.adapter.classifyAgainstPrimary) return false;
+    const primary = this.monitor.primaryPosition();
+    if (primary === undefined) return false;
+    try {
+      return this.adapter.classifyAgainstPrimary(primary, required) === 'other-history';
     } catch {
-      // An unreachable primary cannot refute the token; let the wait and fallback path decide.
-      return 'ok';
+      return false;
     }
-    if (fresh === undefined) return 'ok';
+  }
+
+  /** The adapter's verdict, else the codec's: `behind` the primary means never issued here. */
+  private classify(primary: P, required: P): PrimaryVerdict | Promise<PrimaryVerdict> {
     if (this.adapter.classifyAgainstPrimary) {
-      try {
-        return await this.adapter.classifyAgainstPrimary(fresh, required);
-      } catch {
-        // Like an unreachable primary: a check that could not run cannot refute the token.
-        return 'ok';
-      }
+      return this.adapter.classifyAgainstPrimary(primary, required);
     }
-    const relation = codec.compare(fresh, required);
+    const relation = this.adapter.codec.compare(primary, required);
     if (relation === 'covered') return 'ok';
     return relation === 'other-history' ? 'other-history' : 'impossible';
   }
 
-  private onOtherHistory(required: P, started: number): Route {
+  private onOtherHistory(required: P): Route {
     this.counters.otherHistory++;
     this.events.emit('other-history', { cluster: this.cluster, position: required });
-    if (this.otherHistory === 'error') {
-      throw new OtherHistoryError(this.cluster, `position ${this.adapter.codec.encode(required)}`);
+    const otherHistoryError = () =>
+      new OtherHistoryError(this.cluster, `position ${this.adapter.codec.encode(required)}`);
+    if (this.otherHistory === 'error') throw otherHistoryError();
+    if (!this.otherHistoryBucket?.tryTake()) throw otherHistoryError();
+    return { target: PRIMARY, reason: 'primary-other-history', stale: false };
+  }
+
+  /**
+   * The history check could not answer: never serve the read as fresh, and never raise the
+   * session onto the primary's history without the verdict (invariant 10).
+   */
+  private onHistoryUnverified(cause: unknown): Route {
+    this.counters.historyUnverified++;
+    this.events.emit('history-unverified', { cluster: this.cluster, error: cause });
+    if (this.otherHistory === 'primary' && this.otherHistoryBucket?.tryTake()) {
+      return {
+        target: PRIMARY,
+        reason: 'primary-history-unverified',
+        stale: false,
+        keepSession: true,
+      };
     }
-    return this.fallback('primary-other-history', required, started);
+    throw new HistoryUnverifiedError(this.cluster, cause);
+  }
+
+  /**
+   * Raise the session to a write's position. A held position the write does not cover is first
+   * judged against the primary (invariant 4): merging a lost position with the new one would
+   * either drop it in silence or, where positions of two histories merge by sequence number
+   * (MariaDB), keep the lost one and route the next read to a replica without the new write.
+   */
+  private async raiseAfterWrite(session: Session, written: P): Promise<LostWrite | undefined> {
+    const codec = this.adapter.codec;
+    let held: P | undefined;
+    try {
+      held = session.position(this.cluster, codec);
+    } catch {
+      held = undefined; // An undecodable position protects nothing; the new one replaces it.
+    }
+    if (held === undefined || codec.compare(written, held) === 'covered') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    // Cheap first: the monitor's primary sample plus this write usually answers it.
+    const sampled = this.monitor.primaryPosition();
+    const quick = sampled === undefined ? written : codec.merge(sampled, written);
+    if ((await this.classifySafely(quick, held)) === 'ok') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    let fresh: P | undefined;
+    try {
+      fresh = await this.monitor.refreshPrimary();
+    } catch {
+      fresh = undefined;
+    }
+    const primary = fresh === undefined ? undefined : codec.merge(fresh, written);
+    const verdict = primary === undefined ? undefined : await this.classifySafely(primary, held);
+    if (verdict === 'ok') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    session.forget(this.cluster);
+    if (verdict === 'impossible') {
+      // Not a lost write: a position this cluster never issued. Counted like any bad token.
+      this.counters.badTokens++;
+      this.events.emit('bad-token', {
+        cluster: this.cluster,
+        error: new TokenError(
+          ErrorCode.TokenImpossible,
+          `The session's position for cluster "${this.cluster}" is ahead of the primary; it was replaced by the position of the write that just succeeded.`,
+        ),
+      });
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    // Lost (or unverifiable): the session continues from the primary's history as it is now,
+    // which covers everything of it that survived and the new write.
+    session.raise(this.cluster, codec, primary ?? written);
+    const lostWrite: LostWrite = {
+      cluster: this.cluster,
+      position: codec.encode(held),
+      verdict: verdict === 'other-history' ? 'other-history' : 'unverified',
+    };
+    this.counters.lostWrites++;
+    this.events.emit('lost-write', { ...lostWrite, written });
+    return lostWrite;
+  }
+
+  private async classifySafely(primary: P, required: P): Promise<PrimaryVerdict | undefined> {
+    try {
+      return await this.classify(primary, required);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Bounded wait with one budget per read: server-side when the adapter can, else polling. */
@@ -414,7 +745,7 @@ export class Router<P, C> {
     let serverSide = false;
     let reached: string | undefined;
     if (this.adapter.waitFor) {
-      const best = candidates[0]!;
+      const best = this.waitTarget(candidates, options);
       const result = await this.serverSideWait(best.id, required, deadline, options);
       serverSide = result !== 'unsupported';
       if (result === 'reached') reached = best.id;
@@ -433,6 +764,22 @@ export class Router<P, C> {
       });
     }
     return reached;
+  }
+
+  /**
+   * The replica a server-side wait blocks on: the least lagged (candidates come sorted by lag);
+   * among several with the same lag (all caught up, say) the selection policy decides, so that
+   * waited reads spread like the others.
+   */
+  private waitTarget(
+    candidates: ReadonlyArray<ReplicaState<P>>,
+    options: ReadOptions,
+  ): ReplicaState<P> {
+    const first = candidates[0]!;
+    let tied = 1;
+    while (tied < candidates.length && candidates[tied]!.lagSeconds === first.lagSeconds) tied++;
+    if (tied === 1) return first;
+    return this.selection.select(candidates.slice(0, tied), options.affinityKey, this.load);
   }
 
   private async serverSideWait(
@@ -481,6 +828,7 @@ export class Router<P, C> {
         this.clock.sleep(deadline - this.clock.now(), bound.signal),
       ]);
       bound.abort();
+      let covered: ReplicaState<P>[] | undefined;
       for (const id of ids) {
         const state = this.monitor.state(id);
         if (
@@ -488,8 +836,16 @@ export class Router<P, C> {
           state.applied !== undefined &&
           codec.compare(state.applied, required) === 'covered'
         ) {
-          return id;
+          covered ??= [];
+          covered.push(state);
         }
+      }
+      if (covered) {
+        // Several caught up in the same round: the selection policy spreads them, as it does
+        // for reads that needed no wait.
+        return covered.length === 1
+          ? covered[0]!.id
+          : this.selection.select(covered, options.affinityKey, this.load).id;
       }
       const remaining = deadline - this.clock.now();
       if (remaining <= 0) break;
@@ -498,14 +854,23 @@ export class Router<P, C> {
     return undefined;
   }
 
-  /** Primary under the cap, else the degraded policy. */
-  private fallback(
+  /**
+   * Primary under the cap, else the degraded policy. The cap: a token from the bucket when one
+   * is configured, then a concurrency slot, queueing up to `fallback.queueMs` for one.
+   */
+  private async fallback(
     reason: 'primary-fallback' | 'primary-no-replica' | 'primary-other-history',
     required: P | undefined,
     started: number,
+    signal: AbortSignal | undefined,
     exclude?: string,
-  ): Route {
-    if (this.bucket?.tryTake()) return { target: PRIMARY, reason, stale: false };
+  ): Promise<Route> {
+    const limit = this.fallbackLimit;
+    if (limit && (this.bucket === undefined || this.bucket.tryTake())) {
+      if (await limit.acquire(this.fallbackQueueMs, signal)) {
+        return { target: PRIMARY, reason, stale: false, release: this.releaseFallback };
+      }
+    }
     const waitedMs = this.clock.now() - started;
     this.counters.capRejections++;
     this.events.emit('cap-rejected', { cluster: this.cluster, waitedMs });
@@ -531,6 +896,7 @@ export class Router<P, C> {
       health: this.health,
       selection: this.selection,
       affinityKey: options.affinityKey,
+      load: this.load,
       exclude: failed,
     });
     if (plan.kind === 'replica') {
@@ -552,6 +918,7 @@ export class Router<P, C> {
       required === undefined ? 'primary-no-replica' : 'primary-fallback',
       required,
       started,
+      options.signal,
       failed,
     );
   }
@@ -568,10 +935,11 @@ export class Router<P, C> {
   }
 
   /**
-   * Invariant 3: raise to what the read observed. The monitor's sample from before the read is
-   * not enough (the read may have seen more), so an adapter that cannot report `observed` costs
-   * a fresh probe of the same node, sent after the read: a node's applied position only moves
-   * forward, so that probe covers everything the read saw.
+   * Invariant 3: raise to what the read observed. A position the server returned with the result
+   * counts at once. Otherwise the monitor's sample from before the read is not enough (the read
+   * may have seen more): the position comes from a probe of the same node sent after the read
+   * finished (a node's applied position only moves forward, so it covers everything the read
+   * saw), shared by every read that finished before it was sent, and taken only when needed.
    */
   private async raiseAfterRead(
     session: Session,
@@ -585,34 +953,111 @@ export class Router<P, C> {
       else this.monitor.observePrimary(observed);
       return;
     }
-    const controller = new AbortController();
-    let after: P | undefined;
-    try {
-      const probe: Promise<P> =
-        target === PRIMARY
-          ? this.adapter.probePrimary({ signal: controller.signal })
-          : this.adapter
-              .probe(target, { signal: controller.signal, primary: this.monitor.primaryPosition() })
-              .then((result) => result.applied);
-      // Bounded like a monitor probe: a node that answers the read and then hangs must not
-      // hang the read.
-      const timeout = new AbortController();
-      const timedOut = this.clock.sleep(POST_READ_PROBE_TIMEOUT_MS, timeout.signal).then(() => {
-        if (timeout.signal.aborted) return undefined;
-        controller.abort();
-        throw new Error(`post-read probe timed out after ${POST_READ_PROBE_TIMEOUT_MS} ms`);
-      });
-      try {
-        after = await Promise.race([probe, timedOut]);
-      } finally {
-        timeout.abort();
-      }
-    } catch {
-      // The node vanished after answering. The primary's position covers any replica's state,
-      // so raising to it errs toward freshness (extra waits), never toward a stale read.
-      after = await this.monitor.refreshPrimary().catch(() => undefined);
+    const ticket = this.monitor.ticket();
+    const pending = {
+      target,
+      settle: () => this.settleObservation(session, target, ticket),
+    };
+    if (this.settleMode === 'immediate') {
+      await pending.settle();
+      return;
     }
-    if (after !== undefined) session.raise(this.cluster, codec, after);
+    session.defer(this.cluster, pending);
+  }
+
+  /**
+   * A write whose position was not captured (it would have cost a round trip on its connection):
+   * any primary position sampled after it finished covers its commit (invariant 1), provided the
+   * primary is still on the same history as before the write. If it is not, the write may have
+   * been lost in a failover in between: reported as an unverified lost write.
+   */
+  private async settleWrite(
+    session: Session,
+    ticket: number,
+    before: P | undefined,
+  ): Promise<void> {
+    let after: P;
+    try {
+      after = await this.monitor.primaryAfter(ticket);
+    } catch (error) {
+      throw new TidemarkError(
+        ErrorCode.ReadFailed,
+        `The position of a write on cluster "${this.cluster}" could not be settled: the primary did not answer a probe. Retry shortly; the session keeps the write pending.`,
+        { retryable: true, cause: error },
+      );
+    }
+    const codec = this.adapter.codec;
+    if (before !== undefined && codec.compare(after, before) === 'other-history') {
+      session.forget(this.cluster);
+      session.raise(this.cluster, codec, after);
+      this.counters.lostWrites++;
+      this.events.emit('lost-write', {
+        cluster: this.cluster,
+        position: codec.encode(before),
+        verdict: 'unverified',
+        written: after,
+      });
+      return;
+    }
+    await this.raiseAfterWrite(session, after);
+  }
+
+  /**
+   * A session's pending read positions, before it routes again: a single pending replica that is
+   * still healthy can serve the next read without settling (a replica's state never goes back,
+   * so reading it again is monotonic by itself); anything else is settled now.
+   */
+  private async settleUnlessSticky(session: Session): Promise<string | undefined> {
+    const targets = session.pendingTargets(this.cluster);
+    if (targets.length === 0) return undefined;
+    const only = targets[0] as string;
+    if (targets.length === 1 && only !== PRIMARY) {
+      const state = this.monitor.state(only);
+      if (state && isHealthy(state, this.clock.now(), this.health)) return only;
+    }
+    await session.settled(this.cluster);
+    return undefined;
+  }
+
+  private hasPending(session: Session): boolean {
+    return session.pendingTargets(this.cluster).length > 0;
+  }
+
+  /** A healthy replica whose sampled position covers `required` (or there is none). */
+  private replicaCovers(id: string, required: P | undefined): boolean {
+    const state = this.monitor.state(id);
+    if (!state || !isHealthy(state, this.clock.now(), this.health)) return false;
+    return (
+      required === undefined ||
+      (state.applied !== undefined &&
+        this.adapter.codec.compare(state.applied, required) === 'covered')
+    );
+  }
+
+  /**
+   * The position a finished read saw, from a probe sent after `ticket`; if the node is gone, the
+   * primary's position (it covers any replica that was on its history, which a routed replica
+   * was: invariant 9), erring toward freshness. Bounded by the probe timeouts; never hangs.
+   */
+  private async settleObservation(session: Session, target: string, ticket: number): Promise<void> {
+    let position: P | undefined;
+    try {
+      position =
+        target === PRIMARY
+          ? await this.monitor.primaryAfter(ticket)
+          : await this.monitor.appliedAfter(target, ticket);
+    } catch (error) {
+      try {
+        position = await this.monitor.primaryAfter(ticket);
+      } catch {
+        throw new TidemarkError(
+          ErrorCode.ReadFailed,
+          `The position a read observed on ${target} (cluster "${this.cluster}") could not be settled: neither that node nor the primary answered a probe. Retry shortly; the session keeps the read pending.`,
+          { retryable: true, cause: error },
+        );
+      }
+    }
+    session.raise(this.cluster, this.adapter.codec, position);
   }
 
   private etaMs(required: P | undefined): number | undefined {
@@ -627,12 +1072,17 @@ export class Router<P, C> {
   }
 }
 
-/** Upper bound of the probe that replaces a missing `observed` position after a read. */
-const POST_READ_PROBE_TIMEOUT_MS = 1000;
+/** A history check that could not run; distinct from every verdict so it cannot pass as one. */
+class CheckFailed {
+  constructor(readonly cause: unknown) {}
+}
 
 /** The position a read may ask the server to enforce: none for stale or token-less routes. */
 function enforceable<P>(route: Route, position: P | undefined): P | undefined {
-  return route.stale || route.ignoredPosition || route.reason === 'bad-token-ignored'
+  return route.stale ||
+    route.ignoredPosition ||
+    route.keepSession ||
+    route.reason === 'bad-token-ignored'
     ? undefined
     : position;
 }

@@ -1,19 +1,77 @@
 import type { ReplicaState } from './monitor/types.js';
 
+/** What the router knows of the load on each replica, for policies that balance it. */
+export interface ReplicaLoad {
+  /** Reads this router has running on the replica right now. */
+  inFlight(id: string): number;
+}
+
 /** Picks one replica among candidates that all satisfy the session. */
 export interface SelectionPolicy {
   readonly name: string;
   /**
    * `candidates` is never empty. `affinityKey` is the caller's stable key (user id, session id)
-   * when one was given.
+   * when one was given. `load` is the router's count of reads in flight per replica (absent
+   * when the caller has none, e.g. a direct `planRead` call).
    */
   select<P>(
     candidates: ReadonlyArray<ReplicaState<P>>,
     affinityKey: string | undefined,
+    load?: ReplicaLoad,
   ): ReplicaState<P>;
 }
 
-/** Lowest reported lag wins; replicas without a lag figure rank last. Ties keep config order. */
+export interface BalancedOptions {
+  /** Uniform source in [0, 1); injectable for reproducible tests. Default `Math.random`. */
+  random?: () => number;
+  /**
+   * Lag differences up to this many seconds count as a tie (probe noise: a caught-up replica
+   * reports 0 one moment and a few ms the next). Default 0.1.
+   */
+  lagToleranceSeconds?: number;
+}
+
+/**
+ * The default: power of two choices on in-flight reads. Two distinct candidates are drawn at
+ * random; the one with fewer reads in flight from this router wins; at equal load the one with
+ * clearly less lag (beyond `lagToleranceSeconds`) wins; otherwise the first draw. Two caught-up
+ * replicas each get about half of the reads at any concurrency, a slow or overloaded replica
+ * (reads pile up on it) gets fewer, and a clearly lagging one is only chosen when the fresher
+ * one is busier. No allocation per call.
+ */
+export function balanced(options: BalancedOptions = {}): SelectionPolicy {
+  const random = options.random ?? Math.random;
+  const tolerance = options.lagToleranceSeconds ?? 0.1;
+  if (!(tolerance >= 0)) throw new RangeError('lagToleranceSeconds must be >= 0');
+  return {
+    name: 'balanced',
+    select(candidates, _affinityKey, load) {
+      const n = candidates.length;
+      if (n === 1) return candidates[0]!;
+      const i = Math.floor(random() * n) % n;
+      let j = Math.floor(random() * (n - 1)) % (n - 1);
+      if (j >= i) j++;
+      const a = candidates[i]!;
+      const b = candidates[j]!;
+      if (load) {
+        const loadA = load.inFlight(a.id);
+        const loadB = load.inFlight(b.id);
+        if (loadA !== loadB) return loadA < loadB ? a : b;
+      }
+      const lagA = a.lagSeconds ?? Number.POSITIVE_INFINITY;
+      const lagB = b.lagSeconds ?? Number.POSITIVE_INFINITY;
+      // Infinity - Infinity is NaN: two replicas without a lag figure are a tie.
+      if (Math.abs(lagA - lagB) > tolerance) return lagA < lagB ? a : b;
+      return a;
+    },
+  };
+}
+
+/**
+ * Lowest reported lag wins; replicas without a lag figure rank last. Ties keep config order, so
+ * with replicas that are all caught up the first one serves nearly every read: prefer
+ * {@link balanced} (the default) unless that is what you want.
+ */
 export const leastLag: SelectionPolicy = {
   name: 'least-lag',
   select(candidates) {
@@ -61,8 +119,8 @@ export function randomChoice(random: () => number = Math.random): SelectionPolic
 export function affinity(fallback: SelectionPolicy = leastLag): SelectionPolicy {
   return {
     name: 'affinity',
-    select(candidates, affinityKey) {
-      if (affinityKey === undefined) return fallback.select(candidates, undefined);
+    select(candidates, affinityKey, load) {
+      if (affinityKey === undefined) return fallback.select(candidates, undefined, load);
       let best = candidates[0]!;
       let bestScore = -1;
       for (const candidate of candidates) {
@@ -77,11 +135,13 @@ export function affinity(fallback: SelectionPolicy = leastLag): SelectionPolicy 
   };
 }
 
-export type SelectionName = 'least-lag' | 'round-robin' | 'random' | 'affinity';
+export type SelectionName = 'balanced' | 'least-lag' | 'round-robin' | 'random' | 'affinity';
 
 export function selectionPolicy(name: SelectionName | SelectionPolicy): SelectionPolicy {
   if (typeof name !== 'string') return name;
   switch (name) {
+    case 'balanced':
+      return balanced();
     case 'least-lag':
       return leastLag;
     case 'round-robin':

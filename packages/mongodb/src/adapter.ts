@@ -1,5 +1,6 @@
 import {
   type Adapter,
+  type CapturedWrite,
   type PositionCodec,
   PRIMARY,
   type PrimaryVerdict,
@@ -9,7 +10,6 @@ import {
   type ReadOutcome,
   TidemarkError,
   type WaitOutcome,
-  type WriteOutcome,
 } from '@tidemark/core';
 import {
   BSON,
@@ -187,7 +187,7 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
 
   async write<T>(
     fn: (connection: MongoConnection) => Promise<T>,
-  ): Promise<WriteOutcome<T, MongoPosition>> {
+  ): Promise<CapturedWrite<T, MongoPosition>> {
     const client = this.primaryClient;
     const session = client.startSession({ causalConsistency: true });
     try {

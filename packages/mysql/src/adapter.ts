@@ -1,9 +1,11 @@
 import {
   type Adapter,
+  type CapturedWrite,
   ConfigError,
   ErrorCode,
   type PositionCodec,
   PRIMARY,
+  PrimarySamples,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -11,7 +13,6 @@ import {
   TidemarkError,
   type WaitOutcome,
   type WriteOptions,
-  type WriteOutcome,
 } from '@tidemark/core';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
 import type { OkPacket, TripCounter } from './connection-tap.js';
@@ -23,7 +24,6 @@ import { createMariadbFlavour } from './mariadb-flavour.js';
 import type { MariadbGtidPosition } from './mariadb-gtid.js';
 import { createMysqlFlavour } from './mysql-flavour.js';
 import { buildPoolOptions, parseConnectionUrl } from './pool-options.js';
-import { PrimaryTimeline } from './primary-timeline.js';
 import { isRetryableMysqlError } from './retryable.js';
 import { SessionSetup } from './session-setup.js';
 
@@ -131,7 +131,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   private readonly setupTrips: TripCounter = { operations: 0, roundTrips: 0 };
   private readonly writeSetup: SessionSetup;
   private readonly readSetup: SessionSetup;
-  private readonly timeline: PrimaryTimeline<P>;
+  private readonly timeline: PrimarySamples<P>;
   private primaryIdentity: PrimaryIdentity | undefined;
   private captureFallbacks = 0;
   private closed = false;
@@ -142,7 +142,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   ) {
     this.flavour = dialect.name;
     this.codec = dialect.codec;
-    this.timeline = new PrimaryTimeline(dialect.codec);
+    this.timeline = new PrimarySamples(dialect.codec);
     this.writeSetup = new SessionSetup(dialect.writeSetupSql, this.setupTrips);
     this.readSetup = new SessionSetup(READ_ONLY_SETUP_SQL, this.setupTrips);
     const connectionLimit = options.poolSize ?? 10;
@@ -185,7 +185,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
       },
       async (connection) => {
         const value = await fn(connection);
-        // Read after the callback on the same connection: at least as new as anything it saw.
+        // The router settles the position from a shared probe sent after the read (no round
+        // trip here); asked to observe, read it after the callback on the same connection.
+        if (context.observe === false) return { value };
         const [rows] = await connection.query(this.dialect.positionSql);
         return { value, observed: this.position(rows, 'the position after a read') };
       },
@@ -195,7 +197,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   async write<T>(
     fn: (connection: PoolConnection) => Promise<T>,
     options: WriteOptions,
-  ): Promise<WriteOutcome<T, P>> {
+  ): Promise<CapturedWrite<T, P>> {
     this.assertOpen();
     this.writeTrips.operations++;
     const managed = options.transaction ?? true;
@@ -321,6 +323,15 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   readonly classifyAgainstPrimary = (primary: P, required: P) =>
     this.dialect.classify(primary, required, this.primaryIdentity);
 
+  /**
+   * MariaDB compares one sequence number per domain, so a new primary whose sequence passed a
+   * lost GTID "covers" it: the verdict (which reads the primary's gtid_binlog_state) is asked
+   * even then. MySQL GTID sets name every transaction, so `covered` is proof there.
+   */
+  get coveredNeedsVerdict(): boolean {
+    return this.flavour === 'mariadb';
+  }
+
   isRetryable(error: unknown): boolean {
     return isRetryableMysqlError(error);
   }
@@ -373,7 +384,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     receiving: boolean;
     ownLagSeconds: number | undefined;
   }): number | undefined {
-    if (!facts.replicating) return 0;
+    // Following nothing (source gone, replication reset): its own view says nothing about how
+    // far the primary has moved on, so only the primary's side counts.
+    if (!facts.replicating) return this.timeline.lagSeconds(facts.applied, Date.now());
     if (!facts.paused && facts.receiving && facts.ownLagSeconds !== undefined) {
       return facts.ownLagSeconds;
     }

@@ -1,9 +1,11 @@
 import {
   type Adapter,
+  type CapturedWrite,
   ConfigError,
   ErrorCode,
   type PositionCodec,
   PRIMARY,
+  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -65,6 +67,19 @@ export interface PgRoundTrips {
 }
 
 export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
+  /**
+   * Run `fn` on the primary and capture the position after the commit. With `capture: false`
+   * an autocommit write (`transaction: false`) skips the capture query and returns no position
+   * (the router settles it from a shared primary probe); otherwise the position is always there.
+   */
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions & { capture: false },
+  ): Promise<WriteOutcome<T, PgPosition>>;
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<CapturedWrite<T, PgPosition>>;
   /** Timeline switches learned from the servers; the codec consults it. */
   readonly history: TimelineHistory;
   roundTrips(): PgRoundTrips;
@@ -152,12 +167,22 @@ class PgClusterAdapter implements PgAdapter {
     this.readTrips.operations++;
     return withClient(pool, { signal: context.signal, counter: this.readTrips }, async (client) => {
       const value = await fn(client);
-      // Taken after the callback on the same connection: at least as new as anything it saw.
+      // The router settles the position from a shared probe sent after the read (no round trip
+      // here); asked to observe, take it on the same connection: at least as new as what it saw.
+      if (context.observe === false) return { value };
       const observed = await this.observe(target, client);
       return { value, observed };
     });
   }
 
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions & { capture: false },
+  ): Promise<WriteOutcome<T, PgPosition>>;
+  write<T>(
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    options: WriteOptions,
+  ): Promise<CapturedWrite<T, PgPosition>>;
   async write<T>(
     fn: (connection: pg.PoolClient) => Promise<T>,
     options: WriteOptions,
@@ -165,8 +190,9 @@ class PgClusterAdapter implements PgAdapter {
     this.assertOpen();
     this.writeTrips.operations++;
     const managed = options.transaction ?? true;
+    const capture = options.capture ?? true;
     return withClient(this.primaryWrite, { counter: this.writeTrips }, (client) =>
-      managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn),
+      managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn, capture),
     );
   }
 
@@ -202,6 +228,18 @@ class PgClusterAdapter implements PgAdapter {
       await this.learnHistory(position.timeline, client);
       return position;
     });
+  }
+
+  /**
+   * Timelines only grow, and only the primary starts new ones: a position on a timeline above
+   * the primary's was never issued by this cluster (`impossible`: forged, or another cluster's),
+   * not lost. Below that the history-aware codec decides: past a switch point is another history.
+   */
+  classifyAgainstPrimary(primary: PgPosition, required: PgPosition): PrimaryVerdict {
+    if (required.timeline > primary.timeline) return 'impossible';
+    const relation = this.codec.compare(primary, required);
+    if (relation === 'covered') return 'ok';
+    return relation === 'other-history' ? 'other-history' : 'impossible';
   }
 
   isRetryable(error: unknown): boolean {
@@ -253,13 +291,22 @@ class PgClusterAdapter implements PgAdapter {
     return { value, position: primaryPosition(capture.rows[0], this.geometry) };
   }
 
-  /** The callback commits by itself; one extra query captures the position after it. */
+  /**
+   * The callback commits by itself. Capturing after it costs one more query on this connection,
+   * so when the caller allows it (`capture: false`) and the driver says the session is outside
+   * any transaction, the write returns at once and the router settles its position from a shared
+   * primary probe. Drivers that do not report the transaction status always capture (the query
+   * also proves that nothing was left open).
+   */
   private async writeAutocommit<T>(
     client: pg.PoolClient,
     fn: (connection: pg.PoolClient) => Promise<T>,
+    capture: boolean,
   ): Promise<WriteOutcome<T, PgPosition>> {
     const value = await fn(client);
-    if (transactionIdle(client) === false) await this.refuseOpenTransaction(client);
+    const idle = transactionIdle(client);
+    if (idle === false) await this.refuseOpenTransaction(client);
+    if (idle === true && !capture) return { value, position: undefined };
     const row = (await client.query(AUTOCOMMIT_CAPTURE_SQL)).rows[0] as Record<string, unknown>;
     if (row?.['in_transaction'] === true) await this.refuseOpenTransaction(client);
     return { value, position: primaryPosition(row, this.geometry) };

@@ -11,7 +11,7 @@ import { processesUnder, waitFor } from './helpers.js';
 const fixture = fileURLToPath(new URL('./fixtures/start-cluster.ts', import.meta.url));
 const TARGET = process.env['TIDEMARK_CRASH_TARGET'] ?? 'pg15';
 
-function startChild(mode: 'hang' | 'exit') {
+function startChild(mode: 'hang' | 'exit' | 'exit-frozen') {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture, TARGET, mode], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -54,6 +54,17 @@ describe(`crashed test processes leave no servers behind (${TARGET})`, () => {
       clusters.push(await startCluster(TARGET, { provider: 'local', replicas: 0 }));
       expect(existsSync(dir)).toBe(false);
     }
+  });
+
+  it('a frozen (SIGSTOPped) server is continued and stopped when its process exits', async () => {
+    const { directory, exited } = startChild('exit-frozen');
+    const dir = await directory;
+    await exited;
+    await waitFor(
+      'servers to stop',
+      async () => (processesUnder(dir).length === 0 ? true : undefined),
+      10_000,
+    );
   });
 
   it('servers of a SIGKILLed test process are stopped and removed by the next start', async () => {

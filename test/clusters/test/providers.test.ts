@@ -7,6 +7,7 @@ import {
   externalProvider,
   getProvider,
   localProvider,
+  providerCapabilities,
   startCluster,
   testcontainersProvider,
 } from '../src/index.js';
@@ -160,6 +161,13 @@ describe('external provider (against a local pg15 cluster)', () => {
     for (const op of ['stop', 'kill', 'start', 'promote'] as const) {
       await expect(cluster[op]('n1')).rejects.toThrow(
         `${op}('n1') is not supported by the external provider`,
+      );
+    }
+    expect([...cluster.capabilities]).toEqual(['pause']);
+    expect([...cluster.capabilities]).toEqual([...providerCapabilities('external', 'pg15')]);
+    for (const op of ['cutOff', 'reconnect', 'freeze', 'thaw', 'rejoin'] as const) {
+      await expect(cluster[op]('n1')).rejects.toThrow(
+        /is not supported by the external provider \(capability '[a-z-]+' missing\)/,
       );
     }
     // teardown leaves the servers alone.

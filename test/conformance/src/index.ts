@@ -8,7 +8,14 @@ export {
 } from './context.js';
 export { type NaiveRead, NaiveRouter } from './naive.js';
 export { formatFailures, formatLine, formatSummary } from './report.js';
-export { failedToStart, prepareCluster, runOnFreshCluster, runScenario } from './runner.js';
+export {
+  failedToStart,
+  missingCapabilities,
+  notApplicable,
+  prepareCluster,
+  runOnFreshCluster,
+  runScenario,
+} from './runner.js';
 export type { Scenario } from './scenario.js';
 export { scenarios, selectScenarios } from './scenarios/index.js';
 export { DEFAULT_TARGETS, loadTarget, parseTargetList, targets } from './targets/index.js';

@@ -1,5 +1,13 @@
 // Small helpers every scenario uses: orders, checks, waiting for replicas, error codes.
-import { ErrorCode, isTidemarkError, type Session } from '@tidemark/core';
+import {
+  ErrorCode,
+  HistoryUnverifiedError,
+  isTidemarkError,
+  OtherHistoryError,
+  PRIMARY,
+  Session,
+  TokenCodec,
+} from '@tidemark/core';
 import { CLUSTER_NAME, type RouterHandle, type ScenarioContext } from './context.js';
 import type { Check, Order } from './types.js';
 
@@ -112,4 +120,117 @@ export function tally(values: Iterable<string>): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
   return counts;
+}
+
+// --- Failover topologies -------------------------------------------------------------------
+
+/** True for the router's "another history" error (a lost write's token). */
+export function isOtherHistory(error: unknown): boolean {
+  return error instanceof OtherHistoryError && error.code === ErrorCode.OtherHistory;
+}
+
+/** True for the router's typed, retryable "history could not be verified" error. */
+export function isHistoryUnverified(error: unknown): boolean {
+  return (
+    error instanceof HistoryUnverifiedError &&
+    error.code === ErrorCode.HistoryUnverified &&
+    error.retryable
+  );
+}
+
+/** A replica left on the old history after a failover that lost a write it holds. */
+export interface OldHistoryTopology {
+  /** The crashed primary (killed; listed as a replica of the new one, not running). */
+  readonly oldPrimary: string;
+  /** The promoted replica: it never had W. */
+  readonly newPrimary: string;
+  /** The replica left on the old history: it runs, serves reads, and holds W. */
+  readonly oldHistoryReplica: string;
+  /** W: acknowledged by the old primary, applied by the old-history replica, lost. */
+  readonly lost: Order;
+  /** The token of the session that wrote W (unsigned suite codec). */
+  readonly token: string;
+  /** A new session carrying W's token, as the next request of that user would. */
+  carried(): Session;
+  /** Checks that the topology really is what the scenario needs (W lost, W on the replica). */
+  readonly setupChecks: Check[];
+}
+
+/**
+ * Primary P, replicas R1 and R2. R2 is stopped; W is written (its token kept) and R1 applies
+ * it; P is killed (a crash: W exists only on P and R1); R2 is started and promoted with
+ * `repoint: []`, so R1 stays a running replica on the old history, holding W, as in the first
+ * minutes of a real failover before anyone rebuilds it. Needs `kill` and `promote-partial`.
+ */
+export async function stageOldHistoryReplica<P, C>(
+  ctx: ScenarioContext<P, C>,
+  note: string,
+): Promise<OldHistoryTopology> {
+  const { cluster, workload } = ctx;
+  const [r1, r2] = twoReplicas(ctx);
+  const oldPrimary = cluster.primary().name;
+  const tokens = new TokenCodec();
+
+  // MongoDB: a write the primary acknowledges before R2 (stopped) could have it.
+  const before = await ctx.router({}, { unreplicatedWrites: true });
+  await waitForCatchUp(ctx);
+  await cluster.stop(r2);
+  const writer = new Session();
+  const lost = newOrder(ctx, ctx.nextId(), note);
+  await before.router.write(writer, (c) => workload.insertOrder(c, lost));
+  await waitUntilApplied(ctx, r1, sessionPosition(before, writer));
+  const token = tokens.encode(writer.toTokenData());
+  await before.router.close();
+
+  await cluster.kill(oldPrimary);
+  await cluster.start(r2);
+  await cluster.promote(r2, { repoint: [] });
+  await ctx.resetInspector();
+
+  const inspector = ctx.inspector();
+  const onNew = await inspector.read(PRIMARY, (c) => workload.ordersOf(c, lost.customer), {});
+  const onR1 = await inspector.read(r1, (c) => workload.ordersOf(c, lost.customer), {});
+  const lostForReal = !onNew.value.includes(lost.id);
+  const r1HasW = onR1.value.includes(lost.id);
+  const replicas = cluster.replicas().map((n) => `${n.name}${n.running ? '' : ' (down)'}`);
+  return {
+    oldPrimary,
+    newPrimary: r2,
+    oldHistoryReplica: r1,
+    lost,
+    token,
+    carried: () => Session.fromToken(tokens.decode(token)),
+    setupChecks: [
+      check(
+        'setup-lost-write-is-lost',
+        lostForReal,
+        `W ${lostForReal ? 'is absent from' : 'survived on'} the new primary ${r2} (the setup must lose it)`,
+      ),
+      check(
+        'setup-old-history-replica-holds-w',
+        r1HasW && ctx.cluster.replicas().some((n) => n.name === r1 && n.running),
+        `${r1} ${r1HasW ? 'holds' : 'lacks'} W and is listed as a replica (replicas: ${replicas.join(', ')})`,
+      ),
+    ],
+  };
+}
+
+/** Settle a promise within `ms`, else report it as hung (the promise is left to finish). */
+export async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | { ok: 'hung' }> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const settled = promise.then(
+    (value) => ({ ok: true as const, value }),
+    (error: unknown) => ({ ok: false as const, error }),
+  );
+  const hung = new Promise<{ ok: 'hung' }>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: 'hung' }), ms);
+  });
+  try {
+    return await Promise.race([settled, hung]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -14,6 +14,10 @@ export function formatLine(report: ScenarioReport): string {
     `scenario=${report.scenario}`,
     `result=${report.result}`,
   ];
+  if (report.result === 'not-applicable') {
+    parts.push(`needs=${(report.needs ?? []).join(',')}`);
+    return parts.join(' ');
+  }
   for (const key of LEADING) {
     if (key in report.counts) parts.push(`${key}=${report.counts[key]}`);
   }
@@ -45,11 +49,18 @@ export function formatSummary(reports: readonly ScenarioReport[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const render = (cells: string[]) => cells.map((cell, i) => cell.padEnd(widths[i]!)).join('  ');
   const passed = reports.filter((r) => r.result === 'pass').length;
+  const notApplicable = reports.filter((r) => r.result === 'not-applicable').length;
+  const applicable = reports.length - notApplicable;
   return [
     'conformance summary',
     render(header),
     render(widths.map((w) => '-'.repeat(w))),
     ...rows.map(render),
-    `${passed}/${reports.length} passed`,
+    notApplicable > 0
+      ? `${passed}/${applicable} passed, ${notApplicable} NOT APPLICABLE (not passed): ${reports
+          .filter((r) => r.result === 'not-applicable')
+          .map((r) => `${r.target}/${r.scenario} needs ${(r.needs ?? []).join(',')}`)
+          .join('; ')}`
+      : `${passed}/${reports.length} passed`,
   ].join('\n');
 }

@@ -1,4 +1,4 @@
-import type { Cluster } from '@tidemark/test-clusters';
+import type { Cluster, ClusterCapability } from '@tidemark/test-clusters';
 import { createContext } from './context.js';
 import { errorText, restoreCluster, waitForCatchUp } from './kit.js';
 import type { Scenario } from './scenario.js';
@@ -22,8 +22,34 @@ export async function prepareCluster(target: AnyConformanceTarget): Promise<Clus
   }
 }
 
+/** The capabilities `scenario` needs that `capabilities` lacks (empty: it can run). */
+export function missingCapabilities(
+  scenario: Scenario,
+  capabilities: ReadonlySet<ClusterCapability>,
+): ClusterCapability[] {
+  return (scenario.needs ?? []).filter((need) => !capabilities.has(need));
+}
+
+/** The report of a scenario the target's cluster cannot stage. Never a pass. */
+export function notApplicable(
+  target: string,
+  scenario: string,
+  needs: readonly ClusterCapability[],
+): ScenarioReport {
+  return {
+    target,
+    scenario,
+    result: 'not-applicable',
+    needs,
+    ms: 0,
+    counts: {},
+    checks: [],
+  };
+}
+
 /**
- * Run one scenario on a cluster and return what it measured. Never throws: an unexpected error
+ * Run one scenario on a cluster and return what it measured. A scenario that needs a capability
+ * the cluster lacks does not run: its report says `not-applicable`. Never throws: an unexpected error
  * becomes a failed report carrying the error. On a shared cluster, replay and stopped replicas
  * are restored afterwards so the next scenario starts clean.
  */
@@ -33,6 +59,8 @@ export async function runScenario(
   scenario: Scenario,
   log: (message: string) => void = () => undefined,
 ): Promise<ScenarioReport> {
+  const missing = missingCapabilities(scenario, cluster.capabilities);
+  if (missing.length > 0) return notApplicable(target.name, scenario.name, missing);
   const ctx = createContext(target, cluster, log);
   const started = performance.now();
   let report: ScenarioReport;
@@ -72,12 +100,20 @@ export async function runScenario(
   return report;
 }
 
-/** Run a scenario on a cluster of its own, torn down afterwards. */
+/**
+ * Run a scenario on a cluster of its own, torn down afterwards. With `capabilities` (what the
+ * target's clusters are known to declare) a scenario they cannot stage starts no cluster.
+ */
 export async function runOnFreshCluster(
   target: AnyConformanceTarget,
   scenario: Scenario,
   log: (message: string) => void = () => undefined,
+  capabilities?: ReadonlySet<ClusterCapability>,
 ): Promise<ScenarioReport> {
+  if (capabilities) {
+    const missing = missingCapabilities(scenario, capabilities);
+    if (missing.length > 0) return notApplicable(target.name, scenario.name, missing);
+  }
   const started = performance.now();
   let cluster: Cluster;
   try {

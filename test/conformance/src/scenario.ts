@@ -1,3 +1,4 @@
+import type { ClusterCapability } from '@tidemark/test-clusters';
 import type { ScenarioContext } from './context.js';
 import type { ScenarioOutcome } from './types.js';
 
@@ -12,5 +13,11 @@ export interface Scenario {
    * of their own, so scenario order never matters.
    */
   readonly freshCluster: boolean;
+  /**
+   * What the scenario makes the cluster do beyond starting and querying (pause replay, kill,
+   * promote, ...). On a cluster that lacks one, the scenario is reported `not-applicable`
+   * (never a pass) without running.
+   */
+  readonly needs?: readonly ClusterCapability[];
   run<P, C>(ctx: ScenarioContext<P, C>): Promise<ScenarioOutcome>;
 }

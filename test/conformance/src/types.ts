@@ -1,5 +1,5 @@
 import type { Adapter } from '@tidemark/core';
-import type { Cluster } from '@tidemark/test-clusters';
+import type { Cluster, ClusterCapability } from '@tidemark/test-clusters';
 
 /** One row of the workload every scenario writes and reads. */
 export interface Order {
@@ -88,7 +88,13 @@ export interface ScenarioOutcome {
 export interface ScenarioReport {
   readonly target: string;
   readonly scenario: string;
-  readonly result: 'pass' | 'fail';
+  /**
+   * `not-applicable`: the target's cluster cannot stage what the scenario needs (see `needs`);
+   * nothing ran, and it is never counted as a pass.
+   */
+  readonly result: 'pass' | 'fail' | 'not-applicable';
+  /** With `not-applicable`: the capabilities the scenario needs and the cluster lacks. */
+  readonly needs?: readonly ClusterCapability[];
   readonly ms: number;
   readonly counts: Readonly<Record<string, number>>;
   readonly checks: readonly Check[];

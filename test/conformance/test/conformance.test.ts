@@ -1,6 +1,6 @@
 // The conformance suite: every scenario against every target named in TIDEMARK_TARGETS
 // (comma-separated, default pg15). Prints one line per target and scenario and a summary table.
-import type { Cluster } from '@tidemark/test-clusters';
+import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyConformanceTarget,
@@ -9,6 +9,8 @@ import {
   formatLine,
   formatSummary,
   loadTarget,
+  missingCapabilities,
+  notApplicable,
   parseTargetList,
   prepareCluster,
   runOnFreshCluster,
@@ -76,6 +78,10 @@ for (const name of targetNames) {
     });
     continue;
   }
+  // What this target's clusters can stage, known before one starts: a scenario needing more is
+  // registered as a skipped test that says so, and reported not-applicable, never passed.
+  const providerName = process.env['TIDEMARK_PROVIDER'] ?? 'local';
+  const capabilities = providerCapabilities(providerName, name);
   describe.sequential(`target ${name}`, () => {
     let target: AnyConformanceTarget | undefined;
     let cluster: Cluster | undefined;
@@ -102,15 +108,27 @@ for (const name of targetNames) {
     });
 
     for (const scenario of selected) {
-      it(scenario.name, async () => {
+      const missing = missingCapabilities(scenario, capabilities);
+      if (missing.length > 0) {
+        const label = `${scenario.name}: NOT APPLICABLE (not a pass): needs ${missing.join(', ')} (provider ${providerName})`;
+        it.skip(label, () => undefined);
+        record(notApplicable(name, scenario.name, missing));
+        continue;
+      }
+      it(scenario.name, async (testContext) => {
         let report: ScenarioReport;
         // A target whose cluster cannot start fails every scenario with the reason; it is never
         // skipped (fresh-cluster scenarios would only fail the same way, more slowly).
         if (!target || !cluster) report = failedToStart(name, scenario.name, startError);
         else if (scenario.freshCluster) {
-          report = await runOnFreshCluster(target, scenario, (m) => console.log(m));
+          report = await runOnFreshCluster(target, scenario, (m) => console.log(m), capabilities);
         } else report = await runScenario(target, cluster, scenario, (m) => console.log(m));
         record(report);
+        // The started cluster declared less than its provider promised: still never a pass.
+        if (report.result === 'not-applicable') {
+          testContext.skip(`NOT APPLICABLE (not a pass): needs ${(report.needs ?? []).join(', ')}`);
+          return;
+        }
         expect(report.error, formatFailures(report)).toBeUndefined();
         expect(
           report.checks.filter((c) => !c.pass),

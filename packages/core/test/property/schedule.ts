@@ -32,7 +32,7 @@ export type ClusterEvent =
       readonly forMs: number;
     };
 
-export type SelectionSetting = 'least-lag' | 'round-robin' | 'random' | 'affinity';
+export type SelectionSetting = 'balanced' | 'least-lag' | 'round-robin' | 'random' | 'affinity';
 
 export interface RouterSettings {
   /** 0 disables waiting. */
@@ -109,7 +109,13 @@ export function routerSettings(
     burst: fc.integer({ min: 1, max: 5 }),
     ratePerSecond: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 })),
     degraded: fc.constantFrom('error' as const, 'stale' as const),
-    selection: fc.constantFrom<SelectionSetting>('least-lag', 'round-robin', 'random', 'affinity'),
+    selection: fc.constantFrom<SelectionSetting>(
+      'balanced',
+      'least-lag',
+      'round-robin',
+      'random',
+      'affinity',
+    ),
     maxLagSeconds: fc.constantFrom(10, 0.1, 0.02),
     maxSampleAgeMs: fc.option(fc.integer({ min: 5, max: 500 }), { nil: undefined }),
     monitorIntervalMs: fc.integer({ min: 5, max: 100 }),

@@ -45,6 +45,9 @@ describe('Router configuration', () => {
     ['wait.pollIntervalMs', { wait: { pollIntervalMs: 0 } }],
     ['fallback.burst', { fallback: { burst: 0 } }],
     ['fallback.ratePerSecond', { fallback: { ratePerSecond: -1 } }],
+    ['fallback.maxConcurrent', { fallback: { maxConcurrent: 0 } }],
+    ['fallback.maxConcurrent', { fallback: { maxConcurrent: Number.NaN } }],
+    ['fallback.queueMs', { fallback: { queueMs: -1 } }],
     ['intervalMs', { monitorOptions: { intervalMs: 0 } }],
   ])('rejects a bad %s', (name, options) => {
     expect(configError(options as Options).message).toContain(name);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   affinity,
+  balanced,
   leastLag,
   type ReplicaState,
   randomChoice,
@@ -10,7 +11,8 @@ import {
   selectionPolicy,
 } from '../../src/index.js';
 import { cp } from '../support/scripted-adapter.js';
-import { closeFixtures, routerFixture } from './helpers/router-fixture.js';
+import { settle } from './helpers/fake-clock.js';
+import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
 
 afterEach(closeFixtures);
 
@@ -22,6 +24,8 @@ function replica(id: string, lagSeconds?: number): ReplicaState<unknown> {
     lagSeconds,
     lagBytes: undefined,
     paused: false,
+    history: 'current',
+    behindPrimarySince: undefined,
     sampledAt: 0,
     failures: 0,
     lastError: undefined,
@@ -40,9 +44,10 @@ describe('least-lag', () => {
     expect(leastLag.select([replica('a'), replica('b')], undefined).id).toBe('a');
   });
 
-  it('is the router default', async () => {
+  it("routes router reads when named 'least-lag'", async () => {
     const f = await routerFixture({
       replicas: ['r1', 'r2', 'r3'],
+      router: { selection: 'least-lag' },
       configure: (a) => {
         a.replica('r1').lagSeconds = 4;
         a.replica('r2').lagSeconds = 1;
@@ -50,6 +55,171 @@ describe('least-lag', () => {
       },
     });
     expect((await f.read(new Session())).decision.target).toBe('r2');
+  });
+});
+
+/** Deterministic uniform numbers (mulberry32), so share bounds cannot flake. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function loads(inFlight: Record<string, number>) {
+  return { inFlight: (id: string) => inFlight[id] ?? 0 };
+}
+
+function shareOf(picks: readonly string[], id: string): number {
+  return picks.filter((p) => p === id).length / picks.length;
+}
+
+describe('balanced (power of two choices on in-flight reads)', () => {
+  it('two caught-up replicas with equal load each get 40-60% of the picks', () => {
+    for (const seed of [1, 2, 3]) {
+      const policy = balanced({ random: seeded(seed) });
+      const candidates = [replica('a', 0), replica('b', 0)];
+      const picks = Array.from(
+        { length: 2000 },
+        () => policy.select(candidates, undefined, loads({})).id,
+      );
+      expect(shareOf(picks, 'a')).toBeGreaterThan(0.4);
+      expect(shareOf(picks, 'a')).toBeLessThan(0.6);
+    }
+  });
+
+  it('the replica with fewer reads in flight wins, whatever the lag', () => {
+    const policy = balanced({ random: seeded(7) });
+    const candidates = [replica('a', 0), replica('b', 5)];
+    for (let i = 0; i < 50; i++) {
+      expect(policy.select(candidates, undefined, loads({ a: 3, b: 2 })).id).toBe('b');
+      expect(policy.select(candidates, undefined, loads({ a: 0, b: 1 })).id).toBe('a');
+    }
+  });
+
+  it('never picks the most loaded of three when the others have fewer in flight', () => {
+    const policy = balanced({ random: seeded(11) });
+    const candidates = [replica('a'), replica('b'), replica('c')];
+    const picks = Array.from(
+      { length: 600 },
+      () => policy.select(candidates, undefined, loads({ a: 5, b: 1, c: 1 })).id,
+    );
+    expect(picks).not.toContain('a');
+    expect(shareOf(picks, 'b')).toBeGreaterThan(0.35);
+    expect(shareOf(picks, 'c')).toBeGreaterThan(0.35);
+  });
+
+  it('at equal load, clearly less lag wins; differences within the tolerance are a tie', () => {
+    const policy = balanced({ random: seeded(5) });
+    const lagging = [replica('a', 2), replica('b', 0)];
+    for (let i = 0; i < 50; i++) expect(policy.select(lagging, undefined).id).toBe('b');
+    const noLag = [replica('a'), replica('b', 3)];
+    for (let i = 0; i < 50; i++) expect(policy.select(noLag, undefined).id).toBe('b');
+    const close = [replica('a', 0.05), replica('b', 0)];
+    const picks = Array.from({ length: 1000 }, () => policy.select(close, undefined).id);
+    expect(shareOf(picks, 'a')).toBeGreaterThan(0.4);
+    expect(shareOf(picks, 'a')).toBeLessThan(0.6);
+  });
+
+  it('one candidate is returned without drawing; a generator returning 1 stays in range', () => {
+    let draws = 0;
+    const counting = balanced({
+      random: () => {
+        draws++;
+        return 0.5;
+      },
+    });
+    expect(counting.select([replica('a')], undefined).id).toBe('a');
+    expect(draws).toBe(0);
+    const edge = balanced({ random: () => 0.9999999999 });
+    const three = [replica('a'), replica('b'), replica('c')];
+    expect(three.map((r) => r.id)).toContain(edge.select(three, undefined).id);
+    const one = balanced({ random: () => 1 });
+    expect(three.map((r) => r.id)).toContain(one.select(three, undefined).id);
+  });
+
+  it('is the router default: two caught-up replicas each serve 40-60% of sequential reads', async () => {
+    const f = await routerFixture({ defaultSelection: true });
+    for (let i = 0; i < 400; i++) await f.read(new Session());
+    for (const id of ['r1', 'r2']) {
+      const share = f.adapter.readCount(id) / 400;
+      expect(share).toBeGreaterThan(0.4);
+      expect(share).toBeLessThan(0.6);
+    }
+  });
+
+  it('the router counts reads in flight: a replica holding slow reads gets the next ones less', async () => {
+    const f = await routerFixture({ defaultSelection: true });
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    // Every read on r1 hangs until the gate opens; reads on r2 answer at once.
+    const fn = async (connection: { target: string }) => {
+      if (connection.target === 'r1') await gate;
+      return connection.target;
+    };
+    const pending: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 40; i++) {
+      pending.push(f.router.read(new Session(), fn));
+      await settle();
+    }
+    // At most one read got stuck on r1 before its in-flight count made r2 the better choice.
+    expect(f.adapter.readCount('r1')).toBe(1);
+    expect(f.adapter.readCount('r2')).toBe(39);
+    open();
+    await Promise.all(pending);
+  });
+
+  it('with concurrent reads of equal duration, two replicas each serve 40-60%', async () => {
+    const f = await routerFixture({ defaultSelection: true });
+    const fn = async (connection: { target: string }) => {
+      await f.clock.sleep(1);
+      return connection.target;
+    };
+    const reads = Array.from({ length: 16 }, async () => {
+      for (let i = 0; i < 25; i++) await f.router.read(new Session(), fn);
+    });
+    await f.clock.run(Promise.all(reads));
+    for (const id of ['r1', 'r2']) {
+      const share = f.adapter.readCount(id) / 400;
+      expect(share).toBeGreaterThan(0.4);
+      expect(share).toBeLessThan(0.6);
+    }
+  });
+});
+
+describe('balanced: reads that had to wait spread too', () => {
+  /** Replicas one write behind the session, both applying it `catchUpMs` later. */
+  async function waitedReads(serverSideWait: boolean, reads: number): Promise<string[]> {
+    const f = await routerFixture({ defaultSelection: true, adapter: { serverSideWait } });
+    const targets: string[] = [];
+    for (let i = 0; i < reads; i++) {
+      const seq = 20 + i;
+      f.adapter.primary.position = cp(`1.${seq}`);
+      f.adapter.setAll({ applied: cp(`1.${seq - 1}`) });
+      f.clock.at(3, () => f.adapter.setAll({ applied: cp(`1.${seq}`) }));
+      const { decision } = await f.read(sessionAt(`1.${seq}`));
+      expect(decision.reason).toBe('replica-waited');
+      targets.push(decision.target);
+    }
+    return targets;
+  }
+
+  it('polling: when both replicas catch up in the same round, each serves 40-60%', async () => {
+    const targets = await waitedReads(false, 200);
+    expect(shareOf(targets, 'r1')).toBeGreaterThan(0.4);
+    expect(shareOf(targets, 'r1')).toBeLessThan(0.6);
+  });
+
+  it('server-side: the wait target is chosen among equally lagged replicas, each 40-60%', async () => {
+    const targets = await waitedReads(true, 200);
+    expect(shareOf(targets, 'r1')).toBeGreaterThan(0.4);
+    expect(shareOf(targets, 'r1')).toBeLessThan(0.6);
   });
 });
 
@@ -197,6 +367,7 @@ describe('custom policy object', () => {
   });
 
   it('selectionPolicy resolves names and passes objects through', () => {
+    expect(selectionPolicy('balanced').name).toBe('balanced');
     expect(selectionPolicy('least-lag')).toBe(leastLag);
     expect(selectionPolicy('round-robin').name).toBe('round-robin');
     expect(selectionPolicy('random').name).toBe('random');

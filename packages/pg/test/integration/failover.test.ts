@@ -103,7 +103,8 @@ describe.skipIf(targets.length === 0).each(targets)('%s: failover', (target) => 
         return read.decision.target === n2 ? read : undefined;
       });
       expect(routed.value).toEqual([1]);
-      // The session now holds a position on the new timeline.
+      // Once settled, the session holds a position on the new timeline.
+      await session.settled();
       expect(session.position('main', adapter.codec)?.timeline).toBe(2);
     } finally {
       await router.close();

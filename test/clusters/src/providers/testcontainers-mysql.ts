@@ -15,6 +15,7 @@
 // An image needs only: bash and coreutils, mysqld (or mariadbd and mariadb-install-db) on PATH,
 // and a `mysql` user; everything is written under /tmp.
 
+import { capabilitySet, unsupportedBy } from '../capabilities.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from '../mysql/dialect.js';
 import * as sql from '../mysql/sql.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
@@ -151,6 +152,12 @@ interface Member {
 }
 
 class ContainerMysqlCluster implements Cluster {
+  readonly capabilities = capabilitySet('pause', 'kill', 'promote');
+  readonly cutOff = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly reconnect = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly freeze = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly thaw = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly rejoin = unsupportedBy('the testcontainers provider', 'rejoin');
   private readonly dialect: ReplicationDialect;
   private done: Promise<void> | undefined;
   version = '';

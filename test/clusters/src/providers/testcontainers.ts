@@ -16,6 +16,7 @@
 // and the local ones both have them). The primary is initdb'd into /tmp/pgdata; replicas are
 // seeded with pg_basebackup -R from n0.
 
+import { capabilitySet, unsupportedBy } from '../capabilities.js';
 import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
 import * as sql from '../postgres/sql.js';
@@ -96,6 +97,12 @@ interface Member {
 }
 
 class ContainerPgCluster implements Cluster {
+  readonly capabilities = capabilitySet('pause', 'kill', 'promote');
+  readonly cutOff = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly reconnect = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly freeze = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly thaw = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly rejoin = unsupportedBy('the testcontainers provider', 'rejoin');
   readonly flavour = 'postgres' as const;
   private done: Promise<void> | undefined;
 

@@ -19,6 +19,7 @@ export const boundedWait: Scenario = {
   name: 'bounded-wait',
   summary: 'replica resumes 100 ms into a 2 s budget: read waits for it (replica-waited), 0 misses',
   freshCluster: false,
+  needs: ['pause'],
   async run(ctx) {
     const { workload, cluster } = ctx;
     const [waitOn, other] = twoReplicas(ctx);

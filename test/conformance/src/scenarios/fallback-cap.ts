@@ -70,6 +70,7 @@ export const fallbackCap: Scenario = {
   summary:
     "cap burst=3: 3 primary reads, then ReplicasBehindError ('error') or labelled stale reads ('stale')",
   freshCluster: false,
+  needs: ['pause'],
   async run(ctx) {
     const { cluster, workload } = ctx;
     for (const name of twoReplicas(ctx)) await cluster.pauseReplay(name);

@@ -2,11 +2,16 @@ import type { Scenario } from '../scenario.js';
 import { badTokens } from './bad-tokens.js';
 import { boundedWait } from './bounded-wait.js';
 import { fallbackCap } from './fallback-cap.js';
+import { historyCheckUnavailable } from './history-check-unavailable.js';
+import { lostWriteOldHistoryReplica } from './lost-write-old-history-replica.js';
 import { monotonicReads } from './monotonic-reads.js';
 import { pausedReplay } from './paused-replay.js';
 import { promotionLostWrite } from './promotion-lost-write.js';
+import { replicaCutOff } from './replica-cut-off.js';
 import { replicaKilled } from './replica-killed.js';
 import { rywIdle } from './ryw-idle.js';
+import { tokenTwoSources } from './token-two-sources.js';
+import { writeAfterFailover } from './write-after-failover.js';
 
 /** Every scenario, in the order the suite runs them. Order does not matter for correctness. */
 export const scenarios: readonly Scenario[] = [
@@ -18,6 +23,11 @@ export const scenarios: readonly Scenario[] = [
   replicaKilled,
   promotionLostWrite,
   badTokens,
+  tokenTwoSources,
+  lostWriteOldHistoryReplica,
+  historyCheckUnavailable,
+  writeAfterFailover,
+  replicaCutOff,
 ];
 
 /**
@@ -43,9 +53,14 @@ export {
   badTokens,
   boundedWait,
   fallbackCap,
+  historyCheckUnavailable,
+  lostWriteOldHistoryReplica,
   monotonicReads,
   pausedReplay,
   promotionLostWrite,
+  replicaCutOff,
   replicaKilled,
   rywIdle,
+  tokenTwoSources,
+  writeAfterFailover,
 };

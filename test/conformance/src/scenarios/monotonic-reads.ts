@@ -18,6 +18,7 @@ export const monotonicReads: Scenario = {
   name: 'monotonic-reads',
   summary: 'two replicas at different lag: sessions never go back in time; control does',
   freshCluster: false,
+  needs: ['pause'],
   async run(ctx) {
     const { workload, cluster } = ctx;
     const [lagging, current] = twoReplicas(ctx);

@@ -15,6 +15,7 @@ export const pausedReplay: Scenario = {
   summary:
     'replay paused everywhere: router 0 misses via capped primary fallback; control misses all',
   freshCluster: false,
+  needs: ['pause'],
   async run(ctx) {
     const { workload, cluster } = ctx;
     for (const name of twoReplicas(ctx)) await cluster.pauseReplay(name);

@@ -19,6 +19,7 @@ export const promotionLostWrite: Scenario = {
   summary:
     'promote a replica without write W: old token -> OtherHistoryError or primary read; never fresh',
   freshCluster: true,
+  needs: ['kill', 'promote'],
   async run(ctx) {
     const { cluster, workload } = ctx;
     const [promoted, follower] = twoReplicas(ctx);

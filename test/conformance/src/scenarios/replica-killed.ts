@@ -78,6 +78,7 @@ export const replicaKilled: Scenario = {
   name: 'replica-killed',
   summary: 'SIGKILL a replica under concurrent load: no user error, 0 misses, retries counted',
   freshCluster: true,
+  needs: ['kill'],
   async run(ctx) {
     const [victim] = twoReplicas(ctx);
     const handle = await ctx.router();

@@ -1,12 +1,17 @@
 // Fast checks of the suite's own machinery (no database): target list parsing, the naive
 // control's routing, the tracing wrapper and the report format.
 import type { Adapter, PositionCodec } from '@tidemark/core';
+import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { describe, expect, it } from 'vitest';
 import {
+  type AnyConformanceTarget,
   formatLine,
   formatSummary,
+  missingCapabilities,
   NaiveRouter,
   parseTargetList,
+  runOnFreshCluster,
+  runScenario,
   type ScenarioReport,
   scenarios,
   traceAdapter,
@@ -102,12 +107,77 @@ describe('report', () => {
 });
 
 describe('scenario list', () => {
-  it('has the eight scenarios with unique names; topology changes get fresh clusters', () => {
+  it('has the thirteen scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
-    expect(new Set(names).size).toBe(8);
+    expect(new Set(names).size).toBe(13);
     expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
       'replica-killed',
       'promotion-lost-write',
+      'lost-write-old-history-replica',
+      'history-check-unavailable',
+      'write-after-failover',
+      'replica-cut-off',
     ]);
+  });
+  it('declares what each scenario makes the cluster do', () => {
+    const needs = Object.fromEntries(scenarios.map((s) => [s.name, [...(s.needs ?? [])]]));
+    expect(needs).toEqual({
+      'ryw-idle': [],
+      'paused-replay': ['pause'],
+      'monotonic-reads': ['pause'],
+      'bounded-wait': ['pause'],
+      'fallback-cap': ['pause'],
+      'replica-killed': ['kill'],
+      'promotion-lost-write': ['kill', 'promote'],
+      'bad-tokens': [],
+      'token-two-sources': ['pause'],
+      'lost-write-old-history-replica': ['kill', 'promote-partial'],
+      'history-check-unavailable': ['kill', 'promote-partial', 'freeze'],
+      'write-after-failover': ['kill', 'promote-partial'],
+      'replica-cut-off': ['cut-off'],
+    });
+  });
+});
+
+describe('not applicable', () => {
+  const scenario = scenarios.find((s) => s.name === 'history-check-unavailable')!;
+  it('lists the capabilities a cluster lacks', () => {
+    expect(missingCapabilities(scenario, new Set(['pause', 'kill', 'promote']))).toEqual([
+      'promote-partial',
+      'freeze',
+    ]);
+    expect(missingCapabilities(scenario, providerCapabilities('local', 'pg15'))).toEqual([]);
+    expect(missingCapabilities(scenario, providerCapabilities('external', 'pg15'))).toEqual([
+      'kill',
+      'promote-partial',
+      'freeze',
+    ]);
+  });
+  it('never runs the scenario and never counts as a pass', async () => {
+    let started = false;
+    const target = {
+      name: 'fake',
+      startCluster: async () => {
+        started = true;
+        throw new Error('must not start');
+      },
+    } as unknown as AnyConformanceTarget;
+    const report = await runOnFreshCluster(target, scenario, () => undefined, new Set(['pause']));
+    expect(started).toBe(false);
+    expect(report.result).toBe('not-applicable');
+    expect(formatLine(report)).toBe(
+      'conformance target=fake scenario=history-check-unavailable result=not-applicable needs=kill,promote-partial,freeze',
+    );
+    const summary = formatSummary([
+      report,
+      { ...report, scenario: 'x', result: 'pass', needs: [] },
+    ]);
+    expect(summary).toContain('1/1 passed, 1 NOT APPLICABLE (not passed)');
+  });
+  it('is decided on the cluster too (runScenario)', async () => {
+    const cluster = { capabilities: new Set(['pause']) } as unknown as Cluster;
+    const report = await runScenario({ name: 'fake' } as AnyConformanceTarget, cluster, scenario);
+    expect(report.result).toBe('not-applicable');
+    expect(report.needs).toEqual(['kill', 'promote-partial', 'freeze']);
   });
 });

@@ -3,10 +3,11 @@ import type { NodePool } from '../types.js';
 
 /**
  * A small pool: the workload is sequential, so two connections per server are plenty and keep
- * the demo light on a shared machine.
+ * the demo light on a shared machine. `connectionLimit` is for the end-to-end benchmark (mysql2's
+ * own default is 10).
  */
-export function smallMysqlPool(url: string): NodePool<PoolConnection> {
-  const pool = mysql.createPool({ uri: url, connectionLimit: 2 });
+export function smallMysqlPool(url: string, connectionLimit = 2): NodePool<PoolConnection> {
+  const pool = mysql.createPool({ uri: url, connectionLimit });
   // mysql2 removes a broken pooled connection on its first 'error'; a second one (a server going
   // away during teardown) must not crash the process. Queries in flight still reject.
   pool.on('connection', (connection) => {

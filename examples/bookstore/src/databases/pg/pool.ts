@@ -3,10 +3,11 @@ import type { NodePool } from '../types.js';
 
 /**
  * A small pool: the workload is sequential, so two connections per server are plenty and keep
- * the demo light on a shared machine.
+ * the demo light on a shared machine. `max` is for the end-to-end benchmark (node-postgres'
+ * own default is 10).
  */
-export function smallPgPool(connectionString: string): NodePool<pg.PoolClient> {
-  const pool = new pg.Pool({ connectionString, max: 2 });
+export function smallPgPool(connectionString: string, max = 2): NodePool<pg.PoolClient> {
+  const pool = new pg.Pool({ connectionString, max });
   // An idle client that loses its server (cluster teardown) must not crash the process.
   pool.on('error', () => undefined);
   return {

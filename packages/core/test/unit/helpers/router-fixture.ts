@@ -47,6 +47,12 @@ export interface FixtureOptions {
   configure?: (adapter: ScriptedAdapter) => void;
   /** Skip `router.ready()` (for replicas whose probes are held). Default false. */
   skipReady?: boolean;
+  /**
+   * Use the router's own default selection (`balanced`, random among equals). By default the
+   * fixture picks `least-lag`, so tests about other things know which replica a read goes to
+   * (`r1` first among equals); `router.selection` overrides both.
+   */
+  defaultSelection?: boolean;
 }
 
 /**
@@ -73,6 +79,7 @@ export async function routerFixture(options: FixtureOptions = {}): Promise<Fixtu
   const router: TestRouter = new Router({
     adapter,
     clock,
+    ...(options.defaultSelection ? {} : { selection: 'least-lag' as const }),
     ...options.router,
     monitorOptions: { ...QUIET_MONITOR, ...options.router?.monitorOptions },
   });
