@@ -11,9 +11,9 @@
 #
 # For each: `up -d --wait`, then the conformance suite with the `export` lines of the compose
 # file's header (read from the file, so the documented commands are the tested ones), then
-# `down -v` (also when the suite fails). Those exports select the external provider and the
-# scenarios it can run: replica-killed and promotion-lost-write stop, kill and promote servers,
-# which needs the testcontainers or local provider. Exits non-zero if any step failed. Needs a
+# `down -v` (also when the suite fails). The external provider can only pause replay, so the
+# scenarios that stop, kill, promote, freeze or cut off servers are reported not applicable
+# (skipped, never passed). Exits non-zero if any step failed. Needs a
 # running Docker engine with `docker compose` (v2) and the images (scripts/images/build.sh).
 # Run from anywhere; the commands run from the repository root.
 set -uo pipefail
