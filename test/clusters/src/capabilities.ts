@@ -68,7 +68,9 @@ export function providerCapabilities(
   target: string,
 ): ReadonlySet<ClusterCapability> {
   if (provider === 'external') return capabilitySet('pause');
-  if (provider === 'testcontainers') return capabilitySet('pause', 'kill', 'promote');
+  // testcontainers: our own servers in containers, except a real mongod (the original set).
+  if (provider === 'testcontainers')
+    return target === 'mongo' ? capabilitySet('pause', 'kill', 'promote') : EVERYTHING;
   // local: our own processes (or the in-process simulator); a real mongod only the original set.
   if (target === 'mongo') return capabilitySet('pause', 'kill', 'promote');
   return EVERYTHING;

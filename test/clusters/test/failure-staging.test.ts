@@ -2,6 +2,7 @@
 // cut off from its primary, a frozen (SIGSTOPped) server, a promotion that leaves a replica on
 // the old history, and rejoining diverged or stopped nodes. PostgreSQL targets from
 // TIDEMARK_TARGETS (default pg15) and the MySQL family (default mysql97, mariadb1011).
+// TIDEMARK_PROVIDER=testcontainers runs the same on containers (see README: Containers).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -22,6 +23,9 @@ function stagingTargets(): string[] {
     (t) => t.startsWith('pg') || (MYSQL_TARGETS as readonly string[]).includes(t),
   );
 }
+
+// The providers whose clusters have every capability; anything else means local here.
+const PROVIDER = process.env['TIDEMARK_PROVIDER'] === 'testcontainers' ? 'testcontainers' : 'local';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -61,11 +65,11 @@ async function acceptsTcp(host: string, port: number): Promise<boolean> {
   });
 }
 
-describe.each(stagingTargets())('failure staging on local %s', (target) => {
+describe.each(stagingTargets())(`failure staging on ${PROVIDER} %s`, (target) => {
   let cluster: Cluster;
 
   beforeAll(async () => {
-    cluster = await startCluster(target, { provider: 'local' });
+    cluster = await startCluster(target, { provider: PROVIDER });
     await cluster.exec('n0', 'CREATE TABLE items (id int PRIMARY KEY)');
     await cluster.exec('n0', 'INSERT INTO items VALUES (1)');
     await waitForRow(cluster, 'n1', 1);
@@ -78,7 +82,9 @@ describe.each(stagingTargets())('failure staging on local %s', (target) => {
 
   it('declares every capability', () => {
     expect([...cluster.capabilities].sort()).toEqual([...ALL_CAPABILITIES].sort());
-    expect([...providerCapabilities('local', target)].sort()).toEqual([...ALL_CAPABILITIES].sort());
+    expect([...providerCapabilities(PROVIDER, target)].sort()).toEqual(
+      [...ALL_CAPABILITIES].sort(),
+    );
   });
 
   it('cutOff stops a replica receiving while it keeps serving reads; reconnect resumes', async () => {

@@ -160,7 +160,14 @@ describe('availability without a server', () => {
   it('testcontainers: fails fast without a container engine', async () => {
     const started = Date.now();
     const a = await containerMongo.available();
-    expect(a.ok ? 'ok' : a.reason).toMatch(/^no container runtime: /);
+    if (a.ok) {
+      // A machine with an engine: this check has nothing to show; say so instead of passing quietly.
+      console.warn(
+        'SKIPPED: a container engine is available, so mongo has no fast failure to check',
+      );
+      return;
+    }
+    expect(a.reason).toMatch(/^no container runtime: /);
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

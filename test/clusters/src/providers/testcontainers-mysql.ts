@@ -1,22 +1,31 @@
 // MySQL/MariaDB clusters of the 'testcontainers' provider (mysql97, mariadb1011).
 //
-// UNTESTED HERE: the machines this harness was written on have no container engine; only the
-// fast failure of available() was exercised. It mirrors the PostgreSQL containers
-// (testcontainers.ts) and the local MySQL clusters (local/mysql.ts): the same option files
-// (nodeConfig, with the bind and report addresses of a container), the same accounts, and all
-// replication SQL from the flavour's dialect.
+// Tested here on a local engine with images built from Debian packages (scripts/images/build.sh:
+// tidemark-local/mysql:9.7 and tidemark-local/mariadb:10.11, set with TIDEMARK_TC_IMAGE_MYSQL97 /
+// _MARIADB1011): the whole conformance suite passes on them, and CI runs it. It mirrors the
+// PostgreSQL containers (testcontainers.ts) and the local MySQL clusters (local/mysql.ts): the
+// same option files (nodeConfig, with the bind and report addresses of a container), the same
+// accounts, and all replication SQL from the flavour's dialect.
 //
 // Each node is a `mysql:9` / `mariadb:10.11` container on a private network (aliases n0, n1, ...)
 // whose PID 1 is a shell loop, so stop/kill/start act on the server inside a container that
 // stays up and keeps its published port. Our script initialises the data directory (not the
 // image's entrypoint): no binary log while initialising, so every node starts with an empty
 // GTID history and replicas fetch the source's whole binary log with auto-position / slave_pos.
+// An image needs only: bash and coreutils, mysqld (or mariadbd and mariadb-install-db) on PATH,
+// and a `mysql` user; everything is written under /tmp.
 
-import { capabilitySet, unsupportedBy } from '../capabilities.js';
+import { capabilitySet } from '../capabilities.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from '../mysql/dialect.js';
 import * as sql from '../mysql/sql.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
-import { type Cluster, type ClusterNode, DEFAULT_REPLICAS, type StartOptions } from '../types.js';
+import {
+  type Cluster,
+  type ClusterNode,
+  DEFAULT_REPLICAS,
+  type PromoteOptions,
+  type StartOptions,
+} from '../types.js';
 import {
   ADMIN_USER,
   commonSettings,
@@ -45,7 +54,10 @@ const SERVERS: Record<MysqlFlavour, string> = { mysql: 'mysqld', mariadb: 'maria
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Image for a target; override with TIDEMARK_TC_IMAGE_MYSQL97 / TIDEMARK_TC_IMAGE_MARIADB1011. */
+/**
+ * Image for a target: the official `mysql:9` / `mariadb:10.11` unless TIDEMARK_TC_IMAGE_MYSQL97 /
+ * TIDEMARK_TC_IMAGE_MARIADB1011 name another (scripts/images/build.sh makes local ones).
+ */
 function imageFor(target: string, flavour: MysqlFlavour): string {
   return process.env[`TIDEMARK_TC_IMAGE_${target.toUpperCase()}`] || IMAGES[flavour];
 }
@@ -121,11 +133,16 @@ function serverAlive(flavour: MysqlFlavour): string {
   return `alive() { for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = ${SERVERS[flavour]} ] && return 0; done; return 1; }`;
 }
 
+/** Send a signal to every server process of the container. */
+function signalAll(flavour: MysqlFlavour, signal: string): string {
+  return `for p in /proc/[0-9]*; do
+  [ "$(cat $p/comm 2>/dev/null)" = ${SERVERS[flavour]} ] && kill -${signal} "\${p#/proc/}" 2>/dev/null || true
+done`;
+}
+
 // Kill every server process at once (a host crash); PID 1 reaps it.
 function killAll(flavour: MysqlFlavour): string {
-  return `for p in /proc/[0-9]*; do
-  [ "$(cat $p/comm 2>/dev/null)" = ${SERVERS[flavour]} ] && kill -9 "\${p#/proc/}" 2>/dev/null || true
-done`;
+  return signalAll(flavour, 'KILL');
 }
 
 function waitForExit(flavour: MysqlFlavour, seconds: number): string {
@@ -143,15 +160,26 @@ interface Member {
   paused: boolean;
   /** Has written its own binary log events as a primary since it last followed a source. */
   wrote: boolean;
+  /** Receiver stopped by cutOff() and not reconnected since. */
+  cut: boolean;
+  /** SIGSTOPped by freeze() and not thawed since. */
+  frozen: boolean;
+  /** The node it replicates from (replicas); undefined for a primary. */
+  upstream: string | undefined;
+  /** Its server-id; rejoin() gives it a new one. */
+  serverId: number;
 }
 
 class ContainerMysqlCluster implements Cluster {
-  readonly capabilities = capabilitySet('pause', 'kill', 'promote');
-  readonly cutOff = unsupportedBy('the testcontainers provider', 'cut-off');
-  readonly reconnect = unsupportedBy('the testcontainers provider', 'cut-off');
-  readonly freeze = unsupportedBy('the testcontainers provider', 'freeze');
-  readonly thaw = unsupportedBy('the testcontainers provider', 'freeze');
-  readonly rejoin = unsupportedBy('the testcontainers provider', 'rejoin');
+  readonly capabilities = capabilitySet(
+    'pause',
+    'kill',
+    'promote',
+    'promote-partial',
+    'cut-off',
+    'freeze',
+    'rejoin',
+  );
   private readonly dialect: ReplicationDialect;
   private done: Promise<void> | undefined;
   version = '';
@@ -204,7 +232,11 @@ class ContainerMysqlCluster implements Cluster {
   /** Used by the provider once every container is up: database, replication, version. */
   async build(): Promise<void> {
     for (const m of this.members) {
-      await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+      try {
+        await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+      } catch (err) {
+        throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
+      }
     }
     const primary = this.currentPrimary();
     await sql.query(primary.adminUrl, `CREATE DATABASE IF NOT EXISTS ${DATABASE}`);
@@ -244,6 +276,8 @@ class ContainerMysqlCluster implements Cluster {
       { applierStopped: m.paused, wasPrimary: m.wrote },
     );
     m.wrote = false;
+    m.cut = false;
+    m.upstream = primary.node.name;
     if (!primary.node.running) return;
     const written = await this.dialect.executed(primary.adminUrl);
     const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
@@ -295,6 +329,7 @@ class ContainerMysqlCluster implements Cluster {
   async stop(name: string): Promise<void> {
     const m = this.member(name);
     if (!m.node.running) return;
+    await this.thaw(name);
     const followers =
       m.node.role === 'primary'
         ? this.members.filter((f) => f !== m && f.node.role === 'replica' && f.node.running)
@@ -336,12 +371,17 @@ class ContainerMysqlCluster implements Cluster {
   /** SIGKILL the server inside its container: a crash. */
   async kill(name: string): Promise<void> {
     const m = this.member(name);
+    // SIGKILL ends a stopped (frozen) server too.
     await this.sh(m, killAll(this.flavour));
     await this.sh(m, waitForExit(this.flavour, 10));
+    m.frozen = false;
     m.node.running = false;
   }
 
-  /** Start a stopped or killed node; a replica is pointed at the current primary again. */
+  /**
+   * Start a stopped or killed node; a replica is pointed at the current primary again, unless
+   * it is cut off or was left on the old history at a promotion (as in local/mysql.ts).
+   */
   async start(name: string): Promise<void> {
     const m = this.member(name);
     if (m.node.running) return;
@@ -354,19 +394,31 @@ class ContainerMysqlCluster implements Cluster {
     } catch (err) {
       throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
     }
-    if (m.node.role === 'replica') await this.attach(m);
+    if (
+      m.node.role === 'replica' &&
+      !m.cut &&
+      (m.upstream === undefined || m.upstream === this.currentPrimary().node.name)
+    )
+      await this.attach(m);
   }
 
   /**
    * As in local/mysql.ts: a running old primary first gets everything it committed to the
    * target, then is stopped and left stopped as a replica of the new primary. The target applies
    * all it received, forgets its source and accepts writes; the other running replicas are
-   * re-pointed at it and keep their pause state.
+   * re-pointed at it (all by default, only `options.repoint` if given: the others stay on the
+   * old history, their receivers retrying the old source) and keep their pause state.
    */
-  async promote(name: string): Promise<void> {
+  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
     const target = this.runningReplica(name);
     const old = this.currentPrimary();
     const d = this.dialect;
+    const repoint = options.repoint;
+    for (const other of repoint ?? []) {
+      const m = this.member(other);
+      if (m === target || m.node.role !== 'replica')
+        throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
+    }
     if (old.node.running) {
       const written = await d.executed(old.adminUrl);
       const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
@@ -390,15 +442,98 @@ class ContainerMysqlCluster implements Cluster {
     target.paused = false;
     target.wrote = true;
     target.node.role = 'primary';
+    target.upstream = undefined;
     old.node.role = 'replica';
+    old.upstream = name;
     const failures: string[] = [];
     for (const m of this.members) {
-      if (m === target || m === old || m.node.role !== 'replica' || !m.node.running) continue;
+      if (m === target || m === old || m.node.role !== 'replica') continue;
+      if (repoint && !repoint.includes(m.node.name)) continue;
+      if (!m.node.running) {
+        m.upstream = name;
+        continue;
+      }
       await this.attach(m).catch((err: Error) => failures.push(err.message));
     }
     if (failures.length > 0)
       throw new Error(
         `promoted ${name}, but some replicas do not follow it:\n${failures.join('\n')}`,
+      );
+  }
+
+  /** Stop the replica's receiver: it keeps serving what it applied, and receives nothing. */
+  async cutOff(name: string): Promise<void> {
+    const m = this.runningReplica(name);
+    await this.dialect.stopReceiver(m.adminUrl);
+    m.cut = true;
+    const status = await this.dialect.status(m.adminUrl);
+    if (status && status.receiver !== 'No')
+      throw new Error(`${name}'s receiver is '${status.receiver}' after stopping it`);
+  }
+
+  /** Point the replica at the current primary again and wait until it follows. */
+  async reconnect(name: string): Promise<void> {
+    const m = this.runningReplica(name);
+    m.cut = false;
+    await this.attach(m);
+  }
+
+  /** SIGSTOP the server: its port accepts connections, nothing answers. */
+  async freeze(name: string): Promise<void> {
+    const m = this.member(name);
+    if (m.frozen) return;
+    if (!m.node.running) throw new Error(`${name} is not running`);
+    await this.sh(m, signalAll(this.flavour, 'STOP'));
+    m.frozen = true;
+  }
+
+  async thaw(name: string): Promise<void> {
+    const m = this.member(name);
+    if (!m.frozen) return;
+    await this.sh(m, signalAll(this.flavour, 'CONT'));
+    m.frozen = false;
+  }
+
+  /**
+   * As in local/mysql.ts: rebuild a node as a fresh replica of the current primary. SIGKILL it
+   * if it runs (its data is thrown away), a new data directory (a new server_uuid) and a new
+   * server-id (a replica skips events carrying its own), then GTID auto-positioning (MariaDB:
+   * an empty slave_pos) fetches the primary's whole binary log. Resolves once it has applied
+   * everything the primary had.
+   */
+  async rejoin(name: string): Promise<void> {
+    const m = this.member(name);
+    const primary = this.currentPrimary();
+    if (m === primary) throw new Error(`rejoin(${name}): it is the current primary`);
+    if (!primary.node.running)
+      throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
+    await this.kill(name);
+    m.serverId = Math.max(...this.members.map((x) => x.serverId)) + 1;
+    await this.sh(
+      m,
+      `set -e
+rm -rf ${DATA_DIR}
+cat > ${CONFIG_FILE} <<'TIDEMARK_EOF'
+${containerConfig(this.flavour, name, m.serverId)}
+TIDEMARK_EOF
+${initialiseCommand(this.flavour)} >>${LOG_FILE} 2>&1
+${startCommand(this.flavour, 'replica')}`,
+    );
+    m.node.role = 'replica';
+    m.node.running = true;
+    m.paused = false;
+    m.wrote = false;
+    m.cut = false;
+    try {
+      await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
+    }
+    await this.attach(m);
+    const written = await this.dialect.executed(primary.adminUrl);
+    if (!(await this.dialect.waitApplied(m.adminUrl, written, CATCH_UP_TIMEOUT_MS)))
+      throw new Error(
+        `rejoin(${name}): it did not apply ${written} from ${primary.node.name} within ${CATCH_UP_TIMEOUT_MS} ms\n${await this.logTail(m)}`,
       );
   }
 
@@ -425,10 +560,7 @@ class ContainerMysqlCluster implements Cluster {
   }
 }
 
-/**
- * Start a MySQL-family cluster in containers: source n0 plus `options.replicas` GTID replicas.
- * UNTESTED HERE (no container engine on the machines it was written on).
- */
+/** Start a MySQL-family cluster in containers: source n0 plus `options.replicas` GTID replicas. */
 export async function startMysqlContainerCluster(
   target: string,
   options: StartOptions = {},
@@ -467,6 +599,10 @@ export async function startMysqlContainerCluster(
         adminUrl: `mysql://${ADMIN_USER}@${host}:${port}/`,
         paused: false,
         wrote: i === 0,
+        cut: false,
+        frozen: false,
+        upstream: i === 0 ? undefined : 'n0',
+        serverId: i + 1,
         node: {
           name: `n${i}`,
           role: i === 0 ? 'primary' : 'replica',
