@@ -2,7 +2,8 @@
 // not ours; only what SQL can do (pause/resume replay, positions, queries) is, and that comes
 // from the flavour's own SQL module.
 
-import type { Cluster, ClusterNode, Flavour } from './types.js';
+import { capabilitySet, unsupportedBy } from './capabilities.js';
+import type { Cluster, ClusterCapability, ClusterNode, Flavour } from './types.js';
 
 /** The SQL a flavour supplies to an external cluster. */
 export interface ExternalSql {
@@ -51,7 +52,16 @@ function unsupported(operation: string, name: string): never {
   );
 }
 
+const WHY = "it does not control the servers' processes";
+
 export class ExternalCluster implements Cluster {
+  /** Only what SQL can do on someone else's servers. */
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet('pause');
+  readonly cutOff = unsupportedBy('the external provider', 'cut-off', WHY);
+  readonly reconnect = unsupportedBy('the external provider', 'cut-off', WHY);
+  readonly freeze = unsupportedBy('the external provider', 'freeze', WHY);
+  readonly thaw = unsupportedBy('the external provider', 'freeze', WHY);
+  readonly rejoin = unsupportedBy('the external provider', 'rejoin', WHY);
   private readonly all: ClusterNode[];
 
   constructor(

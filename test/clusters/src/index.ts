@@ -5,6 +5,7 @@ import { localProvider } from './providers/local/index.js';
 import { testcontainersProvider } from './providers/testcontainers.js';
 import type { Cluster, ClusterProvider, StartOptions } from './types.js';
 
+export { capabilitySet, notSupported, unsupportedBy } from './capabilities.js';
 // The concrete local clusters, for tests that need their data directory (e.g. to find their
 // processes) or, for MySQL-family clusters, the harness's admin account (adminUrl).
 export { LocalMysqlCluster } from './providers/local/mysql.js';
@@ -12,12 +13,14 @@ export { LocalPgCluster } from './providers/local/postgres.js';
 export type {
   Availability,
   Cluster,
+  ClusterCapability,
   ClusterNode,
   ClusterProvider,
   Flavour,
+  PromoteOptions,
   StartOptions,
 } from './types.js';
-export { DEFAULT_REPLICAS } from './types.js';
+export { ALL_CAPABILITIES, DEFAULT_REPLICAS } from './types.js';
 export { externalProvider, localProvider, testcontainersProvider };
 
 export const PROVIDERS: Record<ClusterProvider['name'], ClusterProvider> = {

@@ -367,3 +367,49 @@ export function sharedMemoryFiles(pids: readonly number[]): string[] {
   }
   return [...files];
 }
+
+/** A process tree stopped with SIGSTOP; {@link FrozenTree.thaw} continues it. */
+export interface FrozenTree {
+  readonly pids: readonly number[];
+  thaw(): void;
+}
+
+function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone
+    }
+  }
+}
+
+/**
+ * SIGSTOP a process and every descendant: alive, its listening socket still completes TCP
+ * handshakes (the kernel does that), but nothing answers. The root first, so it forks nothing
+ * new while its children are stopped. If the test process exits while the tree is stopped, an
+ * exit handler continues it, so the shutdown signal it gets from there can take effect.
+ */
+export function freezeTree(pid: number): FrozenTree {
+  signalAll([pid], 'SIGSTOP');
+  const pids = processTree(pid);
+  signalAll(pids, 'SIGSTOP');
+  let thawed = false;
+  const unregister = onProcessExit(() => signalAll(processTree(pid).concat(pids), 'SIGCONT'));
+  return {
+    pids,
+    thaw() {
+      if (thawed) return;
+      thawed = true;
+      unregister();
+      // Children first, so the root finds them running when it continues.
+      const now = [...new Set([...processTree(pid), ...pids])].reverse();
+      signalAll(now, 'SIGCONT');
+    },
+  };
+}
+
+/** True when the process is stopped (state T) right now (Linux). */
+export function isStopped(pid: number): boolean {
+  return procState(pid) === 'T';
+}

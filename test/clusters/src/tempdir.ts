@@ -12,7 +12,19 @@ import {
   readlinkSync,
   rmSync,
 } from 'node:fs';
-import { chown, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  copyFile,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readlink,
+  rm,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { isAlive, onProcessExit, processTree, runCommand, waitForExit } from './process.js';
 import type { Runtime, SystemUser } from './runtime.js';
@@ -156,4 +168,75 @@ export async function reapStaleRunDirs(
 /** Copy a directory tree keeping owners and modes (root copying another user's files). */
 export async function copyTree(hostSource: string, hostTarget: string): Promise<void> {
   await runCommand({ command: 'cp', args: ['-a', hostSource, hostTarget] });
+}
+
+export interface LiveCopyOptions {
+  /** Relative paths (from the source root) not copied at all. */
+  readonly skip?: readonly string[];
+  /** Relative directory paths created empty (their contents are not copied). */
+  readonly emptyDirs?: readonly string[];
+  /** Owner of every copied entry (when running as root). */
+  readonly owner?: { readonly uid: number; readonly gid: number };
+}
+
+function missing(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'ENOENT';
+}
+
+/**
+ * Copy a directory tree that a running server keeps changing (a base backup's file copy):
+ * files that vanish while we copy are skipped, modes are kept, the owner is set when given.
+ */
+export async function copyLiveTree(
+  hostSource: string,
+  hostTarget: string,
+  options: LiveCopyOptions = {},
+): Promise<void> {
+  const skip = new Set(options.skip ?? []);
+  const emptyDirs = new Set(options.emptyDirs ?? []);
+  const own = async (path: string) => {
+    if (options.owner && process.getuid?.() === 0) {
+      await chown(path, options.owner.uid, options.owner.gid);
+    }
+  };
+  const walk = async (relative: string): Promise<void> => {
+    const from = relative === '' ? hostSource : join(hostSource, relative);
+    const to = relative === '' ? hostTarget : join(hostTarget, relative);
+    let info: Awaited<ReturnType<typeof lstat>>;
+    try {
+      info = await lstat(from);
+    } catch (error) {
+      if (missing(error)) return;
+      throw error;
+    }
+    if (info.isDirectory()) {
+      await mkdir(to, { recursive: true });
+      await chmod(to, info.mode & 0o7777);
+      await own(to);
+      if (emptyDirs.has(relative)) return;
+      let entries: string[];
+      try {
+        entries = await readdir(from);
+      } catch (error) {
+        if (missing(error)) return;
+        throw error;
+      }
+      for (const entry of entries) {
+        const child = relative === '' ? entry : join(relative, entry);
+        if (!skip.has(child)) await walk(child);
+      }
+    } else if (info.isSymbolicLink()) {
+      await symlink(await readlink(from), to);
+    } else if (info.isFile()) {
+      try {
+        await copyFile(from, to);
+      } catch (error) {
+        if (missing(error)) return;
+        throw error;
+      }
+      await chmod(to, info.mode & 0o7777);
+      await own(to);
+    }
+  };
+  await walk('');
 }

@@ -15,6 +15,47 @@ export interface ClusterNode {
   running: boolean;
 }
 
+/**
+ * What a cluster can stage, beyond starting and querying. A scenario that needs a capability the
+ * cluster lacks is reported "not applicable", never passed.
+ *
+ * - `pause`: {@link Cluster.pauseReplay} / {@link Cluster.resumeReplay}.
+ * - `kill`: {@link Cluster.stop}, {@link Cluster.kill}, {@link Cluster.start}.
+ * - `promote`: {@link Cluster.promote} re-pointing the other replicas.
+ * - `promote-partial`: {@link Cluster.promote} with `repoint: []` (replicas left on the old history).
+ * - `cut-off`: {@link Cluster.cutOff} / {@link Cluster.reconnect}.
+ * - `freeze`: {@link Cluster.freeze} / {@link Cluster.thaw}.
+ * - `rejoin`: {@link Cluster.rejoin}.
+ */
+export type ClusterCapability =
+  | 'pause'
+  | 'kill'
+  | 'promote'
+  | 'promote-partial'
+  | 'cut-off'
+  | 'freeze'
+  | 'rejoin';
+
+export const ALL_CAPABILITIES: readonly ClusterCapability[] = [
+  'pause',
+  'kill',
+  'promote',
+  'promote-partial',
+  'cut-off',
+  'freeze',
+  'rejoin',
+];
+
+export interface PromoteOptions {
+  /**
+   * Replicas to re-point at the new primary. Default: every running replica. `[]` leaves the
+   * others where they are: still replicas of this cluster, but following nothing (the old
+   * primary is down), on the old history, as in the first minutes of a real failover.
+   * Anything but the default needs the `promote-partial` capability.
+   */
+  readonly repoint?: readonly string[];
+}
+
 export interface Cluster {
   /** The target it was started for, e.g. 'pg15'. */
   readonly target: string;
@@ -33,11 +74,32 @@ export interface Cluster {
   kill(name: string): Promise<void>;
   /** Start a stopped or killed node again; resolves once it accepts connections. */
   start(name: string): Promise<void>;
+  /** What this cluster can stage; the methods of a missing capability throw. */
+  readonly capabilities: ReadonlySet<ClusterCapability>;
   /**
    * Promote a replica. The old primary is stopped (if still running) and left stopped; the other
-   * running replicas are re-pointed at the new primary and follow its new history.
+   * running replicas are re-pointed at the new primary and follow its new history (only those in
+   * `options.repoint` when given; see {@link PromoteOptions}).
    */
-  promote(name: string): Promise<void>;
+  promote(name: string, options?: PromoteOptions): Promise<void>;
+  /**
+   * Cut a running replica off from its source: it stops receiving changes but keeps running
+   * and serving reads of what it has (a network partition between it and its primary).
+   */
+  cutOff(name: string): Promise<void>;
+  /** Undo {@link Cluster.cutOff}: the replica receives from the current primary again. */
+  reconnect(name: string): Promise<void>;
+  /**
+   * Freeze a node's server (SIGSTOP): it stays alive and its port accepts TCP connections,
+   * but it answers nothing until {@link Cluster.thaw} (a hung or extremely slow server).
+   */
+  freeze(name: string): Promise<void>;
+  thaw(name: string): Promise<void>;
+  /**
+   * Rebuild a node (stopped, or running on a history that diverged from the current primary's)
+   * as a fresh replica of the current primary; resolves once it follows the primary.
+   */
+  rejoin(name: string): Promise<void>;
   /** Per running node: its replication position as text (primary: write position; replica: applied). */
   positions(): Promise<Record<string, string>>;
   /** Run SQL on one node and return the rows (of the last statement when there are several). */

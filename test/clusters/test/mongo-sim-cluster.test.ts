@@ -3,7 +3,7 @@
 // harness's model (pause, kill, restart, promotion with rollback), not mongod.
 import { MongoClient } from 'mongodb';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Cluster, MongoSimCluster, startCluster } from '../src/index.js';
+import { ALL_CAPABILITIES, type Cluster, MongoSimCluster, startCluster } from '../src/index.js';
 
 const clusters: Cluster[] = [];
 const clients: MongoClient[] = [];
@@ -121,5 +121,74 @@ describe('mongo-sim cluster (simulator)', () => {
     // The old primary rejoins as a secondary of the new history: write 4 rolled back.
     await cluster.start('n0');
     expect(await idsOn(direct(cluster, 'n0'))).toEqual([3]);
+  });
+
+  it('declares every capability', async () => {
+    const cluster = await simulated();
+    expect([...cluster.capabilities].sort()).toEqual([...ALL_CAPABILITIES].sort());
+  });
+
+  it('cutOff: the member keeps answering reads and receives nothing until reconnect', async () => {
+    const cluster = await simulated();
+    const writer = replicaSet(cluster, '1');
+    await cluster.cutOff('n1');
+    await writer
+      .db('t')
+      .collection('c')
+      .insertOne({ _id: 10 as never });
+    await eventually(async () => (await idsOn(direct(cluster, 'n2'))).includes(10));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await idsOn(direct(cluster, 'n1'))).toEqual([]);
+    await cluster.reconnect('n1');
+    await eventually(async () => (await idsOn(direct(cluster, 'n1'))).includes(10));
+  });
+
+  it('freeze: connections open, no answer until thaw', async () => {
+    const cluster = await simulated();
+    await cluster.freeze('n2');
+    const answer = direct(cluster, 'n2').db('admin').command({ ping: 1 });
+    answer.catch(() => undefined);
+    const raced = await Promise.race([
+      answer.then(() => 'answered'),
+      new Promise((resolve) => setTimeout(() => resolve('silent'), 500)),
+    ]);
+    expect(raced).toBe('silent');
+    await cluster.thaw('n2');
+    await eventually(async () => {
+      await direct(cluster, 'n2').db('admin').command({ ping: 1 });
+      return true;
+    });
+  });
+
+  it('promote with repoint: [] leaves a member on the old history; rejoin rolls it back', async () => {
+    const cluster = await simulated();
+    const writer = replicaSet(cluster, '1');
+    await cluster.stop('n1');
+    await writer
+      .db('t')
+      .collection('c')
+      .insertOne({ _id: 20 as never });
+    await eventually(async () => (await idsOn(direct(cluster, 'n2'))).includes(20));
+    await cluster.kill('n0');
+    await cluster.start('n1');
+    await cluster.promote('n1', { repoint: [] });
+    expect(cluster.primary().name).toBe('n1');
+    expect(cluster.replicas().map((n) => n.name)).toEqual(['n0', 'n2']);
+    const after = replicaSet(cluster, '1');
+    await after
+      .db('t')
+      .collection('c')
+      .insertOne({ _id: 21 as never });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await idsOn(direct(cluster, 'n1'))).toEqual([21]);
+    // Still serving the lost write, never the new primary's.
+    expect(await idsOn(direct(cluster, 'n2'))).toEqual([20]);
+    const oplog = await direct(cluster, 'n2').db('local').collection('oplog.rs').find({}).toArray();
+    expect(oplog.every((entry) => Number(entry['t']) === 1)).toBe(true);
+    await cluster.rejoin('n2');
+    expect(await idsOn(direct(cluster, 'n2'))).toEqual([21]);
+    await cluster.rejoin('n0');
+    expect(cluster.nodes().every((n) => n.running)).toBe(true);
+    expect(await idsOn(direct(cluster, 'n0'))).toEqual([21]);
   });
 });

@@ -2,7 +2,8 @@
 // real clusters implement, so target `mongo-sim` runs every scenario unchanged. A simulator: it
 // proves what a client library sends and decides, not how mongod behaves.
 
-import type { Cluster, ClusterNode } from '../types.js';
+import { capabilitySet } from '../capabilities.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
 import type { SimulatorBson } from './bson.js';
 import { MongoReplicaSetSimulator } from './replica-set-simulator.js';
 
@@ -17,6 +18,15 @@ export class MongoSimCluster implements Cluster {
   readonly target = 'mongo-sim';
   readonly flavour = 'mongo-sim' as const;
   readonly version = '7.0.0-simulator';
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
+    'pause',
+    'kill',
+    'promote',
+    'promote-partial',
+    'cut-off',
+    'freeze',
+    'rejoin',
+  );
 
   private constructor(private readonly simulator: MongoReplicaSetSimulator) {}
 
@@ -79,8 +89,28 @@ export class MongoSimCluster implements Cluster {
     await this.simulator.restart(name);
   }
 
-  async promote(name: string): Promise<void> {
-    await this.simulator.promote(name);
+  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
+    await this.simulator.promote(name, options);
+  }
+
+  async cutOff(name: string): Promise<void> {
+    this.simulator.cutOff(name);
+  }
+
+  async reconnect(name: string): Promise<void> {
+    this.simulator.reconnect(name);
+  }
+
+  async freeze(name: string): Promise<void> {
+    this.simulator.freeze(name);
+  }
+
+  async thaw(name: string): Promise<void> {
+    this.simulator.thaw(name);
+  }
+
+  async rejoin(name: string): Promise<void> {
+    await this.simulator.rejoin(name);
   }
 
   async positions(): Promise<Record<string, string>> {

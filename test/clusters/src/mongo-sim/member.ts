@@ -42,6 +42,15 @@ export class SimulatedMember {
   paused = false;
   /** Stopped or crashed: its port is closed and it receives nothing. */
   down = false;
+  /** Cut off from the primary: it serves reads but receives nothing new. */
+  cutOff = false;
+  /**
+   * Left on an old history by a promotion that did not re-point it: its own copy of the log it
+   * held (entries the new primary may never have had). It follows nobody until it rejoins.
+   */
+  branch: OplogEntry[] | undefined;
+  /** Frozen (a SIGSTOPped process): its port accepts connections, nothing is answered. */
+  private frozen: { promise: Promise<void>; release: () => void } | undefined;
   role: MemberRole;
   private collections = new Map<string, Record<string, unknown>[]>();
   private waiters: Waiter[] = [];
@@ -114,6 +123,29 @@ export class SimulatedMember {
             }, timeoutMs);
       this.waiters.push({ ts, resolve, timer });
     });
+  }
+
+  get isFrozen(): boolean {
+    return this.frozen !== undefined;
+  }
+
+  freeze(): void {
+    if (this.frozen) return;
+    let release = () => {};
+    const promise = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    this.frozen = { promise, release };
+  }
+
+  thaw(): void {
+    this.frozen?.release();
+    this.frozen = undefined;
+  }
+
+  /** Resolves at once, or when a frozen member is thawed (or goes down). */
+  untilThawed(): Promise<void> {
+    return this.frozen?.promise ?? Promise.resolve();
   }
 
   /** Fail every blocked read (the member went down). */

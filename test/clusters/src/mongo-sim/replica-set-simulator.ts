@@ -155,6 +155,7 @@ export class MongoReplicaSetSimulator {
     const member = this.member(name);
     if (member.down) return;
     member.down = true;
+    member.thaw();
     member.abortWaiters();
     for (const socket of this.sockets.get(name) ?? []) socket.destroy();
     await new Promise<void>((resolve) => this.servers.get(name)?.close(() => resolve()));
@@ -178,7 +179,7 @@ export class MongoReplicaSetSimulator {
    * goes down if it is still up. Entries the new primary never received are a lost branch:
    * every member forgets them (rollback), and the new primary writes a no-op in its new term.
    */
-  async promote(name: string): Promise<void> {
+  async promote(name: string, options: { repoint?: readonly string[] } = {}): Promise<void> {
     const next = this.member(name);
     if (next.down) throw new Error(`simulator: cannot promote ${name}: it is down`);
     if (next.role === 'primary') return;
@@ -186,13 +187,76 @@ export class MongoReplicaSetSimulator {
     await this.kill(old.name);
     old.role = 'secondary';
     next.role = 'primary';
+    // Members not re-pointed keep the old history as their own log and follow nobody.
+    const left = this.members.filter(
+      (m) =>
+        m !== next &&
+        m !== old &&
+        m.branch === undefined &&
+        options.repoint !== undefined &&
+        !options.repoint.includes(m.name),
+    );
+    for (const member of left) member.branch = this.oplog.slice(0, member.receivedCount);
     // The new primary's history: what it received (it applies that first, as a real member
     // drains its buffer before accepting writes).
+    next.branch = undefined;
     this.oplog.length = next.receivedCount;
     while (next.appliedCount < this.oplog.length) next.apply(this.oplog[next.appliedCount]!);
-    for (const member of this.members) member.truncateTo(this.oplog, this.oplog.length);
+    for (const member of this.members) {
+      if (member.branch === undefined) member.truncateTo(this.oplog, this.oplog.length);
+    }
     this.term += 1;
     this.append({ op: 'n', ns: '', documents: [] });
+  }
+
+  /** Stop receiving from the primary; reads keep being answered. */
+  cutOff(name: string): void {
+    this.member(name).cutOff = true;
+  }
+
+  /** Receive from the current primary again (a member on an old history must rejoin instead). */
+  reconnect(name: string): void {
+    const member = this.member(name);
+    if (member.branch !== undefined) {
+      throw new Error(
+        `simulator: ${name} is on an old history; rejoin it (it rolls back to the common point)`,
+      );
+    }
+    member.cutOff = false;
+  }
+
+  /** Hold every reply of the member (and its replication) until thaw; connections still open. */
+  freeze(name: string): void {
+    const member = this.member(name);
+    if (member.down) throw new Error(`simulator: cannot freeze ${name}: it is down`);
+    member.freeze();
+  }
+
+  thaw(name: string): void {
+    this.member(name).thaw();
+  }
+
+  /**
+   * Make a member a secondary of the current primary again: restart it if it is down, and if it
+   * is on an old history, roll it back to the last entry that history shares with the primary's
+   * (as a real member's rollback does), then let it catch up. Resolves once it has.
+   */
+  async rejoin(name: string): Promise<void> {
+    const member = this.member(name);
+    if (member.role === 'primary') throw new Error(`simulator: ${name} is the primary`);
+    member.thaw();
+    member.cutOff = false;
+    if (member.branch !== undefined) {
+      const branch = member.branch;
+      member.branch = undefined;
+      member.truncateTo(branch, this.commonPrefix(branch));
+    }
+    await this.restart(name);
+    const deadline = Date.now() + 10_000;
+    while (member.appliedCount < this.oplog.length) {
+      if (Date.now() > deadline) throw new Error(`simulator: ${name} did not catch up in 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, APPLY_TICK_MS));
+    }
   }
 
   async stop(): Promise<void> {
@@ -253,7 +317,11 @@ export class MongoReplicaSetSimulator {
       socket.destroy();
       return;
     }
+    // A frozen member reads requests off the socket (the kernel would buffer them) and answers
+    // none until it is thawed.
+    await member.untilThawed();
     const reply = await this.execute(member, request.command, connectionId);
+    await member.untilThawed();
     if (request.noReply || member.down || socket.destroyed) return;
     socket.write(encodeReply(this.bson, request, reply));
   }
@@ -440,7 +508,7 @@ export class MongoReplicaSetSimulator {
 
   /** The member's applied oplog entries as `local.oplog.rs` documents. */
   private oplogView(member: SimulatedMember): Record<string, unknown>[] {
-    return this.oplog.slice(0, member.appliedCount).map((entry) => ({
+    return (member.branch ?? this.oplog).slice(0, member.appliedCount).map((entry) => ({
       ts: entry.ts,
       t: this.long(entry.term),
       op: entry.op,
@@ -498,8 +566,29 @@ export class MongoReplicaSetSimulator {
    * Holding counts, not applying (the simulator's model: a member whose replay is paused still
    * receives and acknowledges), so majority writes keep working while replay is paused.
    */
+  /** How many first entries of `log` (a member's old history) the primary's log shares. */
+  private commonPrefix(log: readonly OplogEntry[]): number {
+    let common = 0;
+    while (
+      common < log.length &&
+      common < this.oplog.length &&
+      compareTimestamps(log[common]!.ts, this.oplog[common]!.ts) === 0 &&
+      log[common]!.term === this.oplog[common]!.term
+    ) {
+      common++;
+    }
+    return common;
+  }
+
   private majorityEntry(): OplogEntry {
-    const held = this.members.map((m) => m.receivedCount).sort((a, b) => b - a);
+    // A member on an old history holds only the part it shares with the current one.
+    const held = this.members
+      .map((m) =>
+        m.branch === undefined
+          ? m.receivedCount
+          : Math.min(m.receivedCount, this.commonPrefix(m.branch)),
+      )
+      .sort((a, b) => b - a);
     const count = held[Math.floor(this.members.length / 2)] ?? 1;
     return this.oplog[Math.max(0, Math.min(count, this.oplog.length) - 1)]!;
   }
@@ -537,6 +626,7 @@ export class MongoReplicaSetSimulator {
     const now = Date.now();
     for (const member of this.members) {
       if (member.role === 'primary' || member.down) continue;
+      if (member.cutOff || member.branch !== undefined || member.isFrozen) continue;
       member.receivedCount = this.oplog.length;
       if (member.paused) continue;
       while (member.appliedCount < this.oplog.length) {

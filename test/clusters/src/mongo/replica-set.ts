@@ -11,7 +11,8 @@
 
 import { MongoServerError } from 'mongodb';
 import { pollUntilAccepting } from '../accepting.js';
-import type { Cluster, ClusterNode } from '../types.js';
+import { capabilitySet, notSupported, unsupportedBy } from '../capabilities.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
 import { type AdminRunner, type Hello, pauseApplier, resumeApplier, runAdmin } from './admin.js';
 import {
   directUrl,
@@ -74,6 +75,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class MongoReplicaSet implements Cluster {
   readonly flavour = 'mongo' as const;
+  // mongod processes (local or in containers) we control; nothing beyond the original contract
+  // is staged on a real MongoDB yet (no mongod on these machines to prove it against).
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet('pause', 'kill', 'promote');
+  readonly cutOff = unsupportedBy('the real-MongoDB cluster', 'cut-off');
+  readonly reconnect = unsupportedBy('the real-MongoDB cluster', 'cut-off');
+  readonly freeze = unsupportedBy('the real-MongoDB cluster', 'freeze');
+  readonly thaw = unsupportedBy('the real-MongoDB cluster', 'freeze');
+  readonly rejoin = unsupportedBy('the real-MongoDB cluster', 'rejoin');
   private serverVersion = '';
   private done: Promise<void> | undefined;
 
@@ -272,7 +281,10 @@ export class MongoReplicaSet implements Cluster {
    * primary. Writes acknowledged with w:1 only can be lost that way; with w:"majority" they
    * cannot, except after a forced reconfig (the manual warns of that).
    */
-  async promote(name: string): Promise<void> {
+  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
+    // Members follow the new primary by themselves: a partial re-point cannot be staged.
+    if (options.repoint !== undefined)
+      notSupported('the real-MongoDB cluster', 'promote-partial', name);
     const target = this.runningReplica(name);
     const old = this.primaryMember();
     if (old.proc.running()) await this.stop(old.node.name);

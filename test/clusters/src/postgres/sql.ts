@@ -144,4 +144,37 @@ export async function promote(url: string): Promise<void> {
   if (!ok) throw new Error(`pg_promote did not finish within 60 s on ${redact(url)}`);
 }
 
+/**
+ * A non-exclusive base backup: pg_backup_start, `copy` (the caller copies the data directory),
+ * pg_backup_stop, all on one connection as PostgreSQL requires. Returns what the copy needs
+ * beside it: the backup label (and tablespace map, empty without tablespaces).
+ */
+export async function baseBackup(
+  url: string,
+  label: string,
+  copy: () => Promise<void>,
+): Promise<{ labelfile: string; spcmapfile: string }> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    // 15+ names; the suite's servers are 15, 18 and 19. fast = an immediate checkpoint.
+    await client.query('SELECT pg_backup_start($1, true)', [label]);
+    try {
+      await copy();
+    } catch (error) {
+      await client.query('SELECT pg_backup_stop(false)').catch(() => {});
+      throw error;
+    }
+    const result = await client.query<{ labelfile: string; spcmapfile: string | null }>(
+      'SELECT labelfile, spcmapfile FROM pg_backup_stop(false)',
+    );
+    const row = result.rows[0];
+    if (!row) throw new Error('pg_backup_stop returned no row');
+    return { labelfile: row.labelfile, spcmapfile: row.spcmapfile ?? '' };
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 export { redact, type WaitOptions };

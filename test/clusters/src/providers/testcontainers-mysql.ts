@@ -12,6 +12,7 @@
 // image's entrypoint): no binary log while initialising, so every node starts with an empty
 // GTID history and replicas fetch the source's whole binary log with auto-position / slave_pos.
 
+import { capabilitySet, unsupportedBy } from '../capabilities.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from '../mysql/dialect.js';
 import * as sql from '../mysql/sql.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
@@ -145,6 +146,12 @@ interface Member {
 }
 
 class ContainerMysqlCluster implements Cluster {
+  readonly capabilities = capabilitySet('pause', 'kill', 'promote');
+  readonly cutOff = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly reconnect = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly freeze = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly thaw = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly rejoin = unsupportedBy('the testcontainers provider', 'rejoin');
   private readonly dialect: ReplicationDialect;
   private done: Promise<void> | undefined;
   version = '';

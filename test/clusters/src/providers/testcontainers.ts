@@ -11,6 +11,7 @@
 // primary is initdb'd by our script (not the image's entrypoint, whose PGDATA differs between
 // image versions); replicas are seeded with pg_basebackup -R from n0.
 
+import { capabilitySet, unsupportedBy } from '../capabilities.js';
 import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
 import * as sql from '../postgres/sql.js';
@@ -83,6 +84,12 @@ interface Member {
 }
 
 class ContainerPgCluster implements Cluster {
+  readonly capabilities = capabilitySet('pause', 'kill', 'promote');
+  readonly cutOff = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly reconnect = unsupportedBy('the testcontainers provider', 'cut-off');
+  readonly freeze = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly thaw = unsupportedBy('the testcontainers provider', 'freeze');
+  readonly rejoin = unsupportedBy('the testcontainers provider', 'rejoin');
   readonly flavour = 'postgres' as const;
   private done: Promise<void> | undefined;
 

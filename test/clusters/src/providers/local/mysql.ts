@@ -9,13 +9,20 @@
 import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { capabilitySet } from '../../capabilities.js';
 import { dialectFor, type ReplicationDialect } from '../../mysql/dialect.js';
 import * as sql from '../../mysql/sql.js';
 import { freePorts } from '../../ports.js';
-import { killTree, type ServerProcess, stopServer } from '../../process.js';
+import {
+  type FrozenTree,
+  freezeTree,
+  killTree,
+  type ServerProcess,
+  stopServer,
+} from '../../process.js';
 import type { Runtime, SystemUser } from '../../runtime.js';
 import { copyTree, createRunDir, type RunDir, reapStaleRunDirs } from '../../tempdir.js';
-import type { Cluster, ClusterNode } from '../../types.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../../types.js';
 import { ADMIN_USER, DATABASE, HOST, nodeConfig, URL_USER } from './mysql-config.js';
 import type { MysqlBinaries } from './mysql-targets.js';
 import { dataTemplate } from './mysql-template.js';
@@ -34,7 +41,8 @@ const FOLLOW_SETTLE_MS = 150;
 
 interface NodeState {
   readonly node: ClusterNode;
-  readonly serverId: number;
+  /** Distinct per node; a rejoined node gets a new one (replicas skip their own id's events). */
+  serverId: number;
   /** The harness's own account on this node (see ADMIN_USER). */
   readonly adminUrl: string;
   readonly dataHost: string;
@@ -45,6 +53,12 @@ interface NodeState {
   paused: boolean;
   /** Has written its own binary log events as a primary since it last followed a source. */
   wrote: boolean;
+  /** The node a replica was last pointed at (undefined for a primary). */
+  upstream: string | undefined;
+  /** Receiver stopped by cutOff() and not reconnected since. */
+  cut: boolean;
+  /** Stopped with SIGSTOP by freeze(). */
+  frozen: FrozenTree | undefined;
 }
 
 /** Why a replica does not follow its source. */
@@ -88,12 +102,22 @@ export function residentBytes(pid: number): number | undefined {
 
 export class LocalMysqlCluster implements Cluster {
   readonly flavour: 'mysql' | 'mariadb';
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
+    'pause',
+    'kill',
+    'promote',
+    'promote-partial',
+    'cut-off',
+    'freeze',
+    'rejoin',
+  );
   private serverVersion = '';
   private readonly states = new Map<string, NodeState>();
   private readonly dialect: ReplicationDialect;
   private tornDown: Promise<void> | undefined;
   /** Milliseconds spent making the template data directory for this cluster (0 if reused). */
   templateMs = 0;
+  private lastServerId = 0;
 
   private constructor(
     readonly target: string,
@@ -145,7 +169,7 @@ export class LocalMysqlCluster implements Cluster {
           url: `mysql://${URL_USER}@${HOST}:${port}/${DATABASE}`,
           running: false,
         },
-        serverId: i + 1,
+        serverId: ++this.lastServerId,
         adminUrl: `mysql://${ADMIN_USER}@${HOST}:${port}/`,
         dataHost: join(this.runDir.host, name),
         configInner: join(this.runDir.inner, `${name}.cnf`),
@@ -153,6 +177,9 @@ export class LocalMysqlCluster implements Cluster {
         proc: undefined,
         paused: false,
         wrote: false,
+        upstream: i === 0 ? undefined : 'n0',
+        cut: false,
+        frozen: undefined,
       });
     }
     const template = await dataTemplate(this.bins, this.user);
@@ -256,6 +283,8 @@ export class LocalMysqlCluster implements Cluster {
       { applierStopped: state.paused, wasPrimary: state.wrote },
     );
     state.wrote = false;
+    state.cut = false;
+    state.upstream = primary.node.name;
     if (!primary.node.running) return;
     const outcome = await this.waitUntilFollowing(state, primary, FOLLOW_TIMEOUT_MS);
     if (!outcome.ok) throw new Error(`${outcome.why}\n${logContext(state)}`);
@@ -365,6 +394,7 @@ export class LocalMysqlCluster implements Cluster {
   async stop(name: string): Promise<void> {
     const state = this.state(name);
     const proc = state.proc;
+    this.unfreeze(state);
     if (proc?.running()) {
       const followers = this.followersOf(state);
       await this.handOver(state, followers);
@@ -430,6 +460,7 @@ export class LocalMysqlCluster implements Cluster {
   async kill(name: string): Promise<void> {
     const state = this.state(name);
     const proc = state.proc;
+    this.unfreeze(state);
     if (proc?.running()) {
       await killTree(proc.pid);
       // The child is unref'd: a bare script with nothing else pending would otherwise exit
@@ -448,7 +479,15 @@ export class LocalMysqlCluster implements Cluster {
     const state = this.state(name);
     if (state.proc?.running()) return;
     await this.spawnAndWait(state);
-    if (state.node.role === 'replica') await this.attach(state);
+    // A cut-off replica stays cut; one left on the old history (its source was not re-pointed
+    // at a promotion) stays there: neither is pointed at the current primary.
+    if (
+      state.node.role === 'replica' &&
+      !state.cut &&
+      (state.upstream === undefined || state.upstream === this.currentPrimary().node.name)
+    ) {
+      await this.attach(state);
+    }
   }
 
   /**
@@ -458,10 +497,16 @@ export class LocalMysqlCluster implements Cluster {
    * received (also when its replay was paused), forgets its source and accepts writes; the
    * other running replicas are re-pointed at it and keep their pause state.
    */
-  async promote(name: string): Promise<void> {
+  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
     const target = this.runningReplica(name);
     const old = this.currentPrimary();
     const d = this.dialect;
+    const repoint = options.repoint;
+    for (const other of repoint ?? []) {
+      const state = this.state(other);
+      if (state === target || state.node.role !== 'replica')
+        throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
+    }
     if (old.node.running) {
       const written = await d.executed(old.adminUrl);
       const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
@@ -489,12 +534,19 @@ export class LocalMysqlCluster implements Cluster {
     target.paused = false;
     target.wrote = true;
     target.node.role = 'primary';
+    target.upstream = undefined;
     old.node.role = 'replica';
+    old.upstream = target.node.name;
 
     const failures: string[] = [];
     for (const state of this.states.values()) {
       if (state === target || state === old || state.node.role !== 'replica') continue;
-      if (!state.node.running) continue;
+      // Left where it is: still a replica, its receiver retrying the old (gone) source.
+      if (repoint && !repoint.includes(state.node.name)) continue;
+      if (!state.node.running) {
+        state.upstream = target.node.name;
+        continue;
+      }
       try {
         await this.attach(state);
       } catch (err) {
@@ -504,6 +556,75 @@ export class LocalMysqlCluster implements Cluster {
     if (failures.length > 0) {
       throw new Error(
         `promoted ${name}, but some replicas do not follow it:\n${failures.join('\n')}`,
+      );
+    }
+  }
+
+  /** Stop the receiver (I/O thread): nothing new arrives; the applier and reads go on. */
+  async cutOff(name: string): Promise<void> {
+    const state = this.runningReplica(name);
+    await this.dialect.stopReceiver(state.adminUrl);
+    state.cut = true;
+    const status = await this.dialect.status(state.adminUrl);
+    if (status && status.receiver !== 'No')
+      throw new Error(`${name}'s receiver is '${status.receiver}' after stopping it`);
+  }
+
+  /** Point the replica at the current primary again and wait until it follows. */
+  async reconnect(name: string): Promise<void> {
+    const state = this.runningReplica(name);
+    state.cut = false;
+    await this.attach(state);
+  }
+
+  /** SIGSTOP the server process: its port accepts connections, nothing answers. */
+  async freeze(name: string): Promise<void> {
+    const state = this.state(name);
+    if (state.frozen) return;
+    if (!state.proc?.running()) throw new Error(`${name} is not running`);
+    state.frozen = freezeTree(state.proc.pid);
+  }
+
+  async thaw(name: string): Promise<void> {
+    this.unfreeze(this.state(name));
+  }
+
+  private unfreeze(state: NodeState): void {
+    state.frozen?.thaw();
+    state.frozen = undefined;
+  }
+
+  /**
+   * Rebuild a node as a fresh replica of the current primary: SIGKILL it if it runs (its data
+   * is thrown away), a new data directory from the template (a new server_uuid), then GTID
+   * auto-positioning (MariaDB: an empty slave_pos) fetches the primary's whole binary log.
+   * Resolves once it has applied everything the primary had.
+   */
+  async rejoin(name: string): Promise<void> {
+    const state = this.state(name);
+    const primary = this.currentPrimary();
+    if (state === primary) throw new Error(`rejoin(${name}): it is the current primary`);
+    if (!primary.node.running)
+      throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
+    await this.kill(name);
+    await rm(state.dataHost, { recursive: true, force: true });
+    const template = await dataTemplate(this.bins, this.user);
+    await copyTree(template.dataHost, state.dataHost);
+    await rm(join(state.dataHost, 'auto.cnf'), { force: true });
+    // A new server: a server id of its own too, or it would skip every event its old self
+    // wrote (a replica ignores events carrying its own server id).
+    state.serverId = ++this.lastServerId;
+    await this.writeConfig(state);
+    state.node.role = 'replica';
+    state.paused = false;
+    state.wrote = false;
+    state.cut = false;
+    await this.spawnAndWait(state);
+    await this.attach(state);
+    const written = await this.dialect.executed(primary.adminUrl);
+    if (!(await this.dialect.waitApplied(state.adminUrl, written, CATCH_UP_TIMEOUT_MS))) {
+      throw new Error(
+        `rejoin(${name}): it did not apply ${written} from ${primary.node.name} within ${CATCH_UP_TIMEOUT_MS} ms\n${logContext(state)}`,
       );
     }
   }
@@ -526,6 +647,7 @@ export class LocalMysqlCluster implements Cluster {
     this.tornDown ??= (async () => {
       await Promise.all(
         [...this.states.values()].map(async (s) => {
+          this.unfreeze(s);
           if (s.proc) await stopServer(s.proc, 'SIGKILL', 10_000);
           s.node.running = false;
         }),

@@ -7,9 +7,12 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { appendFile, chown, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { capabilitySet } from '../../capabilities.js';
 import { freePorts } from '../../ports.js';
 import * as sql from '../../postgres/sql.js';
 import {
+  type FrozenTree,
+  freezeTree,
   killTree,
   processTree,
   removeOrphanedSysvShm,
@@ -18,8 +21,14 @@ import {
   stopServer,
 } from '../../process.js';
 import type { Runtime, SystemUser } from '../../runtime.js';
-import { copyTree, createRunDir, type RunDir, reapStaleRunDirs } from '../../tempdir.js';
-import type { Cluster, ClusterNode } from '../../types.js';
+import {
+  copyLiveTree,
+  copyTree,
+  createRunDir,
+  type RunDir,
+  reapStaleRunDirs,
+} from '../../tempdir.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../../types.js';
 import type { PgBinaries } from './pg-targets.js';
 
 export const RUN_DIR_PREFIX = 'tidemark-pg-';
@@ -75,6 +84,12 @@ interface NodeState {
   readonly dataHost: string;
   readonly logHost: string;
   proc: ServerProcess | undefined;
+  /** The node a replica is configured to stream from (undefined for a primary). */
+  upstream: string | undefined;
+  /** Cut off by cutOff(): a standby without primary_conninfo, receiving nothing. */
+  cut: boolean;
+  /** Stopped with SIGSTOP by freeze(). */
+  frozen: FrozenTree | undefined;
 }
 
 // What a standby logs when the primary's new timeline forked off before its own position.
@@ -109,8 +124,41 @@ function tail(file: string, lines = 25): string {
   }
 }
 
+// What a base backup does not copy (pg_basebackup's own list): the server's runtime state, and
+// the WAL, which the new standby streams from the primary instead.
+const BACKUP_SKIP = [
+  'postmaster.pid',
+  'postmaster.opts',
+  'backup_label',
+  'tablespace_map',
+  'standby.signal',
+  'recovery.signal',
+  'tidemark.node.conf',
+  'pg_internal.init',
+];
+const BACKUP_EMPTY_DIRS = [
+  'pg_wal',
+  'pg_replslot',
+  'pg_dynshmem',
+  'pg_notify',
+  'pg_serial',
+  'pg_snapshots',
+  'pg_stat_tmp',
+  'pg_subtrans',
+  'base/pgsql_tmp',
+];
+
 export class LocalPgCluster implements Cluster {
   readonly flavour = 'postgres' as const;
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
+    'pause',
+    'kill',
+    'promote',
+    'promote-partial',
+    'cut-off',
+    'freeze',
+    'rejoin',
+  );
   private serverVersion = '';
   private readonly states = new Map<string, NodeState>();
   // Every postmaster we started: teardown removes SysV segments any of them left behind.
@@ -167,6 +215,9 @@ export class LocalPgCluster implements Cluster {
         dataHost: join(this.runDir.host, name),
         logHost: join(this.runDir.host, `${name}.log`),
         proc: undefined,
+        upstream: i === 0 ? undefined : 'n0',
+        cut: false,
+        frozen: undefined,
       });
     }
     // A fresh initdb per cluster (about 0.7 s idle, 3 s on a loaded 2-core machine) rather than
@@ -217,18 +268,24 @@ export class LocalPgCluster implements Cluster {
     await chown(file, this.user.uid, this.user.gid);
   }
 
-  /** Per-node settings; a replica follows `upstream`. Takes effect on start or reload. */
+  /**
+   * Per-node settings; a replica follows `upstream` (a cut-off replica stays a standby but has
+   * no primary_conninfo, so it runs no WAL receiver). Takes effect on start or reload.
+   */
   private async configure(state: NodeState, upstream: NodeState | undefined): Promise<void> {
     const lines = [
       `port = ${state.node.port}`,
       `cluster_name = '${state.node.name}'`,
       `unix_socket_directories = '${this.runDir.inner}'`,
     ];
+    state.upstream = upstream?.node.name;
     if (upstream) {
-      lines.push(
-        `primary_conninfo = 'host=${HOST} port=${upstream.node.port} user=${USER} application_name=${state.node.name}'`,
-        `recovery_target_timeline = 'latest'`,
-      );
+      if (!state.cut) {
+        lines.push(
+          `primary_conninfo = 'host=${HOST} port=${upstream.node.port} user=${USER} application_name=${state.node.name}'`,
+        );
+      }
+      lines.push(`recovery_target_timeline = 'latest'`);
       await this.writeOwned(join(state.dataHost, 'standby.signal'), '');
     } else {
       await rm(join(state.dataHost, 'standby.signal'), { force: true });
@@ -264,7 +321,14 @@ export class LocalPgCluster implements Cluster {
       context: () => logContext(state),
     });
     const primary = this.currentPrimary();
-    if (state.node.role === 'replica' && primary.node.running) {
+    // Only a replica configured to stream from the running primary is waited for: a cut-off
+    // one receives nothing, and one left on the old history follows a primary that is gone.
+    if (
+      state.node.role === 'replica' &&
+      primary.node.running &&
+      !state.cut &&
+      state.upstream === primary.node.name
+    ) {
       const outcome = await this.waitUntilFollowing(
         state,
         primary,
@@ -337,6 +401,7 @@ export class LocalPgCluster implements Cluster {
   /** Fast shutdown, what `pg_ctl stop -m fast` sends: SIGINT to the postmaster. */
   async stop(name: string): Promise<void> {
     const state = this.state(name);
+    this.unfreeze(state);
     if (state.proc) await stopServer(state.proc, 'SIGINT');
     state.node.running = false;
   }
@@ -349,6 +414,8 @@ export class LocalPgCluster implements Cluster {
   async kill(name: string): Promise<void> {
     const state = this.state(name);
     const proc = state.proc;
+    // SIGKILL ends stopped processes too; continuing them first only keeps the exit handler tidy.
+    this.unfreeze(state);
     if (proc?.running()) {
       const segments = sharedMemoryFiles(processTree(proc.pid));
       await killTree(proc.pid);
@@ -368,9 +435,15 @@ export class LocalPgCluster implements Cluster {
     await this.launch(state);
   }
 
-  async promote(name: string): Promise<void> {
+  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
     const target = this.runningReplica(name);
     const old = this.currentPrimary();
+    const repoint = options.repoint;
+    for (const other of repoint ?? []) {
+      const state = this.state(other);
+      if (state === target || state.node.role !== 'replica')
+        throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
+    }
     // A clean stop first: the old primary streams everything up to its shutdown checkpoint, so
     // every connected replica can follow the new timeline, and there is never a second writer.
     if (old.node.running) await this.stop(old.node.name);
@@ -385,6 +458,9 @@ export class LocalPgCluster implements Cluster {
     const failures: string[] = [];
     for (const state of this.states.values()) {
       if (state === target || state === old || state.node.role !== 'replica') continue;
+      // Left where it is: still a replica of this cluster, streaming from nobody (the old
+      // primary is gone) on the old history.
+      if (repoint && !repoint.includes(state.node.name)) continue;
       await this.configure(state, target);
       if (!state.node.running || !state.proc) continue;
       // primary_conninfo is reloadable since PostgreSQL 13; restart only if that did not work.
@@ -410,6 +486,88 @@ export class LocalPgCluster implements Cluster {
     }
   }
 
+  /**
+   * Clear primary_conninfo and reload: PostgreSQL 13+ stops the WAL receiver and starts none,
+   * while the standby keeps serving reads of what it replayed. Resolves once no receiver runs.
+   */
+  async cutOff(name: string): Promise<void> {
+    const state = this.runningReplica(name);
+    if (state.cut) return;
+    state.cut = true;
+    const upstream = state.upstream === undefined ? undefined : this.state(state.upstream);
+    await this.configure(state, upstream);
+    state.proc!.signal('SIGHUP');
+    const deadline = Date.now() + STREAMING_TIMEOUT_MS;
+    while ((await sql.receiver(state.node.url)) !== undefined) {
+      if (Date.now() > deadline)
+        throw new Error(
+          `${name}'s WAL receiver still runs ${STREAMING_TIMEOUT_MS} ms after the cut`,
+        );
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Restore primary_conninfo (to the current primary) and reload; resolves once it streams. */
+  async reconnect(name: string): Promise<void> {
+    const state = this.runningReplica(name);
+    const primary = this.currentPrimary();
+    state.cut = false;
+    await this.configure(state, primary);
+    const offset = fileSize(state.logHost);
+    state.proc!.signal('SIGHUP');
+    if (!primary.node.running) return;
+    const outcome = await this.waitUntilFollowing(state, primary, offset, STREAMING_TIMEOUT_MS);
+    if (outcome !== 'following') throw new Error(this.notFollowing(state, primary, outcome));
+  }
+
+  /** SIGSTOP the postmaster and every process it forked (backends, WAL sender/receiver, ...). */
+  async freeze(name: string): Promise<void> {
+    const state = this.state(name);
+    if (state.frozen) return;
+    if (!state.proc?.running()) throw new Error(`${name} is not running`);
+    state.frozen = freezeTree(state.proc.pid);
+  }
+
+  async thaw(name: string): Promise<void> {
+    this.unfreeze(this.state(name));
+  }
+
+  private unfreeze(state: NodeState): void {
+    state.frozen?.thaw();
+    state.frozen = undefined;
+  }
+
+  /**
+   * Rebuild a node as a fresh standby of the current primary: stop it if it runs, replace its
+   * data directory with a base backup of the primary (pg_backup_start, a file copy without
+   * WAL, pg_backup_stop's label as backup_label: what pg_basebackup does, which embedded-
+   * postgres does not ship), then start it streaming.
+   */
+  async rejoin(name: string): Promise<void> {
+    const state = this.state(name);
+    const primary = this.currentPrimary();
+    if (state === primary) throw new Error(`rejoin(${name}): it is the current primary`);
+    if (!primary.node.running)
+      throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
+    if (state.node.running || state.proc?.running()) await this.stop(name);
+    state.cut = false;
+    await rm(state.dataHost, { recursive: true, force: true });
+    const label = await sql.baseBackup(primary.node.url, 'tidemark-rejoin', () =>
+      copyLiveTree(primary.dataHost, state.dataHost, {
+        skip: BACKUP_SKIP,
+        emptyDirs: BACKUP_EMPTY_DIRS,
+        owner: this.user,
+      }),
+    );
+    await this.writeOwned(join(state.dataHost, 'backup_label'), label.labelfile);
+    if (label.spcmapfile) {
+      await this.writeOwned(join(state.dataHost, 'tablespace_map'), label.spcmapfile);
+    }
+    state.node.role = 'replica';
+    await this.configure(state, primary);
+    await this.launch(state);
+  }
+
   async positions(): Promise<Record<string, string>> {
     const running = this.nodes().filter((n) => n.running);
     const lsns = await Promise.all(running.map((n) => sql.position(n.url)));
@@ -425,6 +583,7 @@ export class LocalPgCluster implements Cluster {
       // Immediate shutdown: the data is thrown away, and unlike SIGKILL it frees shared memory.
       await Promise.all(
         [...this.states.values()].map(async (s) => {
+          this.unfreeze(s);
           if (s.proc) await stopServer(s.proc, 'SIGQUIT', 10_000);
           s.node.running = false;
         }),

@@ -1,0 +1,49 @@
+// Capability sets and the error a cluster throws for an operation it cannot stage.
+
+import type { ClusterCapability } from './types.js';
+
+export function capabilitySet(
+  ...capabilities: readonly ClusterCapability[]
+): ReadonlySet<ClusterCapability> {
+  return new Set(capabilities);
+}
+
+/** The operation a capability enables, for error messages. */
+const OPERATIONS: Record<ClusterCapability, string> = {
+  pause: 'pauseReplay',
+  kill: 'stop/kill/start',
+  promote: 'promote',
+  'promote-partial': 'promote with repoint',
+  'cut-off': 'cutOff/reconnect',
+  freeze: 'freeze/thaw',
+  rejoin: 'rejoin',
+};
+
+/** Throw the error of an operation the cluster does not support (capability missing). */
+export function notSupported(
+  provider: string,
+  capability: ClusterCapability,
+  name: string,
+  why = '',
+): never {
+  throw new Error(
+    `${OPERATIONS[capability]}('${name}') is not supported by ${provider} (capability '${capability}' missing)${why ? `: ${why}` : ''}`,
+  );
+}
+
+/** True when `repoint` asks for anything but the default (re-point every running replica). */
+export function isPartialRepoint(repoint: readonly string[] | undefined): boolean {
+  return repoint !== undefined;
+}
+
+/**
+ * An implementation of an operation a cluster does not support: rejects with the error of
+ * {@link notSupported}. For class fields: `freeze = unsupportedBy('the X provider', 'freeze');`
+ */
+export function unsupportedBy(
+  provider: string,
+  capability: ClusterCapability,
+  why = '',
+): (name: string) => Promise<void> {
+  return async (name) => notSupported(provider, capability, name, why);
+}
