@@ -2,16 +2,10 @@
 // scheduler, a quiet final round, then the checker over the whole history.
 import { randomBytes } from 'node:crypto';
 import { loadTarget, type Order, prepareCluster } from '@tidemark/conformance';
+import type { ClusterCapability } from '@tidemark/test-clusters';
 import { App, type AppStats, type ControlMode, withTimeout } from './app.js';
 import { type CheckResult, checkHistory } from './checker.js';
-import {
-  type Capability,
-  type FaultCounts,
-  type FaultKind,
-  FaultScheduler,
-  short,
-  sleep,
-} from './faults.js';
+import { type FaultCounts, type FaultKind, FaultScheduler, short, sleep } from './faults.js';
 import type { Failover, History, Operation } from './history.js';
 import { Prng } from './prng.js';
 import { absentIds } from './verify.js';
@@ -43,7 +37,7 @@ export interface CampaignResult {
   readonly control: ControlMode;
   readonly durationSec: number;
   readonly sessions: number;
-  readonly capabilities: readonly Capability[];
+  readonly capabilities: readonly ClusterCapability[];
   readonly history: History;
   readonly check: CheckResult;
   readonly faultCounts: Readonly<Record<FaultKind, FaultCounts>>;

@@ -2,55 +2,15 @@
 // by the cluster's current state, injects them while the sessions run, heals them after a
 // random hold, and does what an operator does after a failover: reconfigure the app, rebuild
 // nodes left on an old history.
-import type { Cluster } from '@tidemark/test-clusters';
+import type { Cluster, ClusterCapability } from '@tidemark/test-clusters';
 import type { App } from './app.js';
 import type { Failover } from './history.js';
 import type { Prng } from './prng.js';
 import { absentIds, presentIds } from './verify.js';
 
-/** What a cluster can stage; a fault needs all of its capabilities. */
-export type Capability =
-  | 'pause'
-  | 'kill'
-  | 'promote'
-  | 'promote-partial'
-  | 'cut-off'
-  | 'freeze'
-  | 'rejoin';
-
-/**
- * The cluster as the scheduler drives it. Methods beyond the base harness contract are optional
- * here and used only when the cluster lists the matching capability.
- */
-export interface ChaosCluster extends Omit<Cluster, 'promote'> {
-  readonly capabilities?: ReadonlySet<Capability>;
-  promote(name: string, options?: { repoint?: readonly string[] }): Promise<void>;
-  cutOff?(name: string): Promise<void>;
-  reconnect?(name: string): Promise<void>;
-  freeze?(name: string): Promise<void>;
-  thaw?(name: string): Promise<void>;
-  rejoin?(name: string): Promise<void>;
-}
-
-/** Capabilities every harness cluster has had from the start. */
-const BASE_CAPABILITIES: readonly Capability[] = ['pause', 'kill', 'promote'];
-
-const METHOD_OF: Partial<Record<Capability, keyof ChaosCluster>> = {
-  'cut-off': 'cutOff',
-  freeze: 'freeze',
-  rejoin: 'rejoin',
-};
-
-/** What this cluster can stage: its own list, else the base set; never a missing method. */
-export function capabilitiesOf(cluster: Cluster): Set<Capability> {
-  const view = cluster as unknown as ChaosCluster;
-  const listed = view.capabilities ? [...view.capabilities] : BASE_CAPABILITIES;
-  return new Set(
-    listed.filter((capability) => {
-      const method = METHOD_OF[capability];
-      return method === undefined || typeof view[method] === 'function';
-    }),
-  );
+/** What this cluster can stage (the harness says; a fault needs all of its capabilities). */
+export function capabilitiesOf(cluster: Cluster): Set<ClusterCapability> {
+  return new Set(cluster.capabilities);
 }
 
 export type FaultKind =
@@ -75,7 +35,7 @@ export const FAULT_KINDS: readonly FaultKind[] = [
 ];
 
 /** What each fault needs from the cluster. */
-const NEEDS: Record<FaultKind, readonly Capability[]> = {
+const NEEDS: Record<FaultKind, readonly ClusterCapability[]> = {
   'pause-replay': ['pause'],
   'kill-replica': ['kill'],
   'cut-off': ['cut-off'],
@@ -92,7 +52,7 @@ const WEIGHTS: Record<FaultKind, number> = {
   'kill-replica': 2,
   'cut-off': 2,
   'freeze-primary': 1.5,
-  'crash-promote': 2,
+  'crash-promote': 2.5,
   switchover: 0.7,
   rejoin: 3,
   'restart-node': 2,
@@ -137,8 +97,8 @@ export class FaultScheduler {
   ) as Record<FaultKind, FaultCounts>;
   /** Free-form tallies: promotion variants, lost writes per failover. */
   readonly notes: Record<string, number> = {};
-  readonly capabilities: Set<Capability>;
-  private readonly cluster: ChaosCluster;
+  readonly capabilities: Set<ClusterCapability>;
+  private readonly cluster: Cluster;
   private incidents: Incident[] = [];
   /** Nodes that may hold another history, with why and since when. */
   private readonly suspects = new Map<string, { why: string; since: number }>();
@@ -147,7 +107,7 @@ export class FaultScheduler {
   private failovers = 0;
 
   constructor(private readonly options: SchedulerOptions) {
-    this.cluster = options.cluster as unknown as ChaosCluster;
+    this.cluster = options.cluster;
     this.capabilities = capabilitiesOf(options.cluster);
   }
 
@@ -321,16 +281,16 @@ export class FaultScheduler {
       case 'cut-off': {
         const node = prng.pick(idle());
         const hold = prng.between(1000, 10_000);
-        await cluster.cutOff!(node);
-        this.hold(kind, node, now + hold, () => cluster.reconnect!(node));
+        await cluster.cutOff(node);
+        this.hold(kind, node, now + hold, () => cluster.reconnect(node));
         this.log(`cut-off ${node} for ${seconds(hold)}`);
         return;
       }
       case 'freeze-primary': {
         const node = cluster.primary().name;
         const hold = prng.between(300, 3000);
-        await cluster.freeze!(node);
-        this.hold(kind, node, now + hold, () => cluster.thaw!(node));
+        await cluster.freeze(node);
+        this.hold(kind, node, now + hold, () => cluster.thaw(node));
         this.log(`freeze-primary ${node} for ${seconds(hold)}`);
         return;
       }
@@ -342,7 +302,7 @@ export class FaultScheduler {
         const node = prng.pick(this.rejoinable(now));
         await this.healOn(node);
         this.log(`rejoin ${node} (${this.suspects.get(node)?.why ?? 'suspect'})`);
-        await cluster.rejoin!(node);
+        await cluster.rejoin(node);
         this.suspects.delete(node);
         await this.checkNode(node);
         if (!this.suspects.has(node)) this.log(`rejoin ${node}: follows the primary`);
@@ -387,7 +347,7 @@ export class FaultScheduler {
   private async checkNode(node: string): Promise<void> {
     if (!this.nodeRunning(node) || this.lost.size === 0) return;
     try {
-      const present = await presentIds(this.cluster as unknown as Cluster, node, [...this.lost]);
+      const present = await presentIds(this.cluster, node, [...this.lost]);
       if (present.size > 0) this.suspect(node, `holds ${present.size} lost row(s)`);
     } catch {
       // Not answering: nothing learned.
@@ -407,7 +367,7 @@ export class FaultScheduler {
     const variant = prng.weighted<'freshest' | 'lagged' | 'staged-lag'>([
       ['freshest', 1],
       ['lagged', 1],
-      ['staged-lag', canStage ? 2 : 0],
+      ['staged-lag', canStage ? 3 : 0],
     ]);
     const others = cluster.replicas().filter((n) => n.running);
     const partial =
@@ -424,7 +384,7 @@ export class FaultScheduler {
         this.capabilities.has('cut-off') &&
         (!this.capabilities.has('kill') || prng.chance(0.5))
       ) {
-        await cluster.cutOff!(chosen);
+        await cluster.cutOff(chosen);
         staged = 'cut-off';
       } else {
         await cluster.stop(chosen);
@@ -448,7 +408,7 @@ export class FaultScheduler {
     );
     await sleep(delay, this.options.signal);
     if (staged === 'stopped') await this.startQuietly(chosen);
-    if (staged === 'cut-off') await cluster.reconnect!(chosen).catch(() => undefined);
+    if (staged === 'cut-off') await cluster.reconnect(chosen).catch(() => undefined);
 
     let promoteError: unknown;
     try {
@@ -473,6 +433,16 @@ export class FaultScheduler {
     }
     if (promoteError !== undefined) this.log(`crash-promote: ${short(promoteError)}`);
     await this.afterPromotion('crash-promote', oldPrimary, chosen, crashAt);
+    // Sometimes the new primary is slow right when sessions come back with their old tokens:
+    // the history check cannot answer in time.
+    if (this.capabilities.has('freeze') && this.can('freeze-primary') && prng.chance(0.3)) {
+      const hold = prng.between(500, 2500);
+      await cluster.freeze(chosen);
+      this.counts['freeze-primary'].injected++;
+      this.hold('freeze-primary', chosen, now() + hold, () => cluster.thaw(chosen));
+      this.note('crash-promote:+slow-new-primary');
+      this.log(`freeze-primary ${chosen} (the new primary) for ${seconds(hold)}`);
+    }
   }
 
   private async switchover(): Promise<void> {
@@ -523,11 +493,7 @@ export class FaultScheduler {
     promoted: string,
     crashAt: number,
   ): Promise<void> {
-    const absent = await absentIds(
-      this.cluster as unknown as Cluster,
-      promoted,
-      this.options.finishedWrites(),
-    );
+    const absent = await absentIds(this.cluster, promoted, this.options.finishedWrites());
     for (const id of absent) this.lost.add(id);
     for (const node of this.cluster.nodes()) {
       if (node.name !== promoted && node.running) await this.checkNode(node.name);

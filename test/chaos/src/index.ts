@@ -14,8 +14,6 @@ export {
   type LostWrite,
 } from './checker.js';
 export {
-  type Capability,
-  type ChaosCluster,
   capabilitiesOf,
   FAULT_KINDS,
   type FaultKind,
