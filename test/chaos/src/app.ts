@@ -362,6 +362,16 @@ export class App {
     await withTimeout(closing, 10_000).catch(() => undefined);
   }
 
+  /** The position a token holds for the cluster, as text (for the record; undefined: none). */
+  positionOf(token: string | undefined): string | undefined {
+    if (token === undefined) return undefined;
+    try {
+      return this.sessionOf(token).positionText(CLUSTER_NAME);
+    } catch {
+      return undefined;
+    }
+  }
+
   private sessionOf(token: string | undefined): Session {
     return Session.fromToken(token === undefined ? undefined : this.tokens.decode(token));
   }

@@ -44,6 +44,11 @@ export interface CampaignResult {
   readonly faultNotes: Readonly<Record<string, number>>;
   readonly faults: number;
   readonly app: AppStats;
+  /**
+   * Errors nothing caught while the campaign ran: a database driver emitting 'error' on a
+   * connection nobody listened on. In an application each one would have crashed the process.
+   */
+  readonly uncaught: readonly string[];
   /** Set when the campaign could not finish its own checks (the result is then a failure). */
   readonly incomplete?: string;
 }
@@ -63,7 +68,11 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const log = options.log ?? (() => undefined);
   const sessionsWanted = options.sessions ?? 8;
   const writeRatio = options.writeRatio ?? 0.35;
-  const signal = options.signal ?? new AbortController().signal;
+  // The campaign stops early on the caller's signal, or on an uncaught error it cannot excuse.
+  const stop = new AbortController();
+  const signal = stop.signal;
+  options.signal?.addEventListener('abort', () => stop.abort(), { once: true });
+  if (options.signal?.aborted) stop.abort();
   if (!(CHAOS_TARGETS as readonly string[]).includes(options.target)) {
     throw new Error(`unknown chaos target ${options.target} (known: ${CHAOS_TARGETS.join(', ')})`);
   }
@@ -87,6 +96,24 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   let t0 = performance.now();
   const now = () => performance.now() - t0;
   const stamp = (line: string) => log(`[${(now() / 1000).toFixed(1).padStart(6)}s] ${line}`);
+
+  // A driver error emitted on a connection with no listener would end the process (and leave
+  // the cluster running). Record it: it is a finding (the app would have crashed). Anything
+  // else uncaught stops the campaign, which still heals, checks and tears down.
+  const uncaught: string[] = [];
+  let fatal: string | undefined;
+  const onUncaught = (error: unknown) => {
+    const text = `${errorName(error)}: ${short(error)}`;
+    if (isDriverError(error)) {
+      uncaught.push(text);
+      stamp(`UNCAUGHT driver error (an app would have crashed): ${text}`);
+      return;
+    }
+    fatal ??= text;
+    stamp(`UNCAUGHT error, stopping the campaign: ${text}`);
+    stop.abort();
+  };
+  process.on('uncaughtException', onUncaught);
 
   try {
     await app.reconfigure();
@@ -148,6 +175,8 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         ...(outcome?.reason ? { reason: outcome.reason } : {}),
         tokenBefore,
         tokenAfter: session.token,
+        positionBefore: app.positionOf(tokenBefore),
+        positionAfter: app.positionOf(session.token),
       });
     };
 
@@ -177,14 +206,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     }
 
     let finalAbsent: number[] = [];
-    let incomplete: string | undefined;
+    let incomplete: string | undefined = fatal && `uncaught error: ${fatal}`;
     try {
       const primary = cluster.primary();
       if (!primary.running) throw new Error(`the primary ${primary.name} is not running`);
       finalAbsent = await absentIds(cluster, primary.name, finished);
     } catch (error) {
-      incomplete = `final check on the primary failed: ${short(error)}`;
-      stamp(incomplete);
+      const why = `final check on the primary failed: ${short(error)}`;
+      incomplete = incomplete ? `${incomplete}; ${why}` : why;
+      stamp(why);
     }
     const history: History = { operations, failovers, finalAbsent };
     const check = checkHistory(history);
@@ -202,10 +232,34 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       faultNotes: scheduler.notes,
       faults: scheduler.totalInjected,
       app: app.stats,
+      uncaught,
       ...(incomplete ? { incomplete } : {}),
     };
   } finally {
     await app.close().catch(() => undefined);
     await cluster.teardown();
+    process.off('uncaughtException', onUncaught);
   }
+}
+
+/** An error a database driver raised about a connection (it carries a server or socket code). */
+function isDriverError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) {
+    return false;
+  }
+  const { code, severity, errno } = error as {
+    code?: unknown;
+    severity?: unknown;
+    errno?: unknown;
+  };
+  return typeof severity === 'string' || typeof code === 'string' || typeof errno === 'number';
+}
+
+function errorName(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    return typeof code === 'string' ? `${error.name} ${code}` : error.name;
+  }
+  return typeof error;
 }

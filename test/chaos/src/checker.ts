@@ -34,6 +34,13 @@ export interface LostWrite {
   /** Index of the failover that lost it; undefined when it vanished without one. */
   readonly failover: number | undefined;
   readonly reported: boolean;
+  /**
+   * For an unreported loss: how the session moved past it, from its first operation after the
+   * loss that succeeded. `write-first`: a write (the lost position merged away silently);
+   * `read-showed-lost-row`: a read served where the lost row still exists (another history);
+   * `read-served`: a read served as fresh without it; `no-operation`: none succeeded after.
+   */
+  readonly howMissed?: string;
 }
 
 export interface CheckResult {
@@ -186,6 +193,7 @@ export function checkHistory(history: History): CheckResult {
         writeId: op.writeId,
         failover: loss.failover?.index,
         reported,
+        ...(reported ? {} : { howMissed: howMissed(ops, op.writeId, since) }),
       });
       if (loss.failover === undefined) {
         flag({
@@ -210,6 +218,15 @@ export function checkHistory(history: History): CheckResult {
     lostWrites,
     reportsWithoutLoss,
   };
+}
+
+/** The first successful operation of the session after `since`, described for a report. */
+function howMissed(ops: readonly Operation[], id: number, since: number): string {
+  const next = ops.find((op) => op.ok && op.start >= since);
+  if (!next) return 'no-operation';
+  if (next.kind === 'write') return 'write-first';
+  const where = `${next.target ?? '?'}/${next.reason ?? '?'}`;
+  return next.rows?.includes(id) ? `read-showed-lost-row ${where}` : `read-served ${where}`;
 }
 
 /**

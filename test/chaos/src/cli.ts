@@ -15,8 +15,9 @@ const USAGE = `usage: pnpm test:chaos -- [options]
   --sessions N       app sessions (default 8)
   --faults LIST      comma-separated subset of: ${FAULT_KINDS.join(', ')}
   --history FILE     write every operation and failover as JSON lines to FILE
-Exit status 1 when anomalies > 0, lost_writes_reported != lost_writes_staged, or the check
-could not finish; 2 on a usage or start-up error.`;
+Exit status 1 when anomalies > 0, lost_writes_reported != lost_writes_staged, a driver error
+went uncaught (it would have crashed an app), or the check could not finish; 2 on a usage or
+start-up error.`;
 
 async function main(): Promise<number> {
   // pnpm passes a literal `--` through when the caller separates script arguments with it.

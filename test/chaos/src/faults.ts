@@ -71,6 +71,10 @@ interface Incident {
   readonly node: string;
   readonly until: number;
   heal(): Promise<void>;
+  /** Healed (or being healed): taken off the list once, by whoever comes first. */
+  taken: boolean;
+  /** Heals on its own timer (a thaw must not wait for a slow fault elsewhere). */
+  timer?: NodeJS.Timeout;
 }
 
 export interface SchedulerOptions {
@@ -100,6 +104,7 @@ export class FaultScheduler {
   readonly capabilities: Set<ClusterCapability>;
   private readonly cluster: Cluster;
   private incidents: Incident[] = [];
+  private readonly timedHeals = new Set<Promise<void>>();
   /** Nodes that may hold another history, with why and since when. */
   private readonly suspects = new Map<string, { why: string; since: number }>();
   /** Ids absent from the primary after some failover. */
@@ -131,22 +136,25 @@ export class FaultScheduler {
 
   /** Heal every holding fault now (the end of the campaign). */
   async healAll(): Promise<void> {
-    const all = this.incidents;
-    this.incidents = [];
-    for (const incident of all) await this.healIncident(incident);
+    for (const incident of [...this.incidents]) await this.take(incident);
+    await Promise.all(this.timedHeals);
   }
 
   private async healDue(): Promise<void> {
     const now = this.options.now();
-    const due = this.incidents.filter((i) => i.until <= now);
-    this.incidents = this.incidents.filter((i) => i.until > now);
-    for (const incident of due) await this.healIncident(incident);
+    for (const incident of this.incidents.filter((i) => i.until <= now)) await this.take(incident);
   }
 
   private async healOn(node: string): Promise<void> {
-    const on = this.incidents.filter((i) => i.node === node);
-    this.incidents = this.incidents.filter((i) => i.node !== node);
-    for (const incident of on) await this.healIncident(incident);
+    for (const incident of this.incidents.filter((i) => i.node === node)) await this.take(incident);
+  }
+
+  private async take(incident: Incident): Promise<void> {
+    if (incident.taken) return;
+    incident.taken = true;
+    clearTimeout(incident.timer);
+    this.incidents = this.incidents.filter((i) => i !== incident);
+    await this.healIncident(incident);
   }
 
   private async healIncident(incident: Incident): Promise<void> {
@@ -318,7 +326,20 @@ export class FaultScheduler {
   }
 
   private hold(kind: FaultKind, node: string, until: number, heal: () => Promise<void>): void {
-    this.incidents.push({ kind, node, until, heal });
+    const incident: Incident = { kind, node, until, heal, taken: false };
+    this.incidents.push(incident);
+    if (kind === 'freeze-primary') {
+      // A frozen primary must thaw on time even while the scheduler waits on something that
+      // needs the primary (a replica restarting and catching up, say).
+      incident.timer = setTimeout(
+        () => {
+          const healing = this.take(incident);
+          this.timedHeals.add(healing);
+          void healing.finally(() => this.timedHeals.delete(healing));
+        },
+        Math.max(0, until - this.options.now()),
+      );
+    }
   }
 
   /**

@@ -41,6 +41,9 @@ export interface Operation {
   /** Encoded token text before and after the operation (undefined: no token). */
   readonly tokenBefore?: string | undefined;
   readonly tokenAfter?: string | undefined;
+  /** The cluster's position inside those tokens, as the adapter's codec writes it. */
+  readonly positionBefore?: string | undefined;
+  readonly positionAfter?: string | undefined;
 }
 
 /**

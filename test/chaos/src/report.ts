@@ -12,11 +12,15 @@ export function closingLine(result: CampaignResult): string {
   return `chaos: operations=${result.history.operations.length} faults=${result.faults} anomalies=${check.anomalies} lost_writes_staged=${check.lostWritesStaged} lost_writes_reported=${check.lostWritesReported}`;
 }
 
-/** True when the campaign failed: anomalies, unreported lost writes, or an unfinished check. */
+/**
+ * True when the campaign failed: anomalies, unreported lost writes, an error that would have
+ * crashed the app, or an unfinished check.
+ */
 export function failed(result: CampaignResult): boolean {
   return (
     result.check.anomalies > 0 ||
     result.check.lostWritesReported !== result.check.lostWritesStaged ||
+    result.uncaught.length > 0 ||
     result.incomplete !== undefined
   );
 }
@@ -119,6 +123,18 @@ export function formatReport(result: CampaignResult): string[] {
         : ''
     }`,
   );
+  const how = tally(unreported.map((w) => w.howMissed ?? '?'));
+  if (unreported.length > 0) {
+    lines.push(
+      `unreported lost writes, first successful operation after the loss:${formatTally(how, ' ')}`,
+    );
+  }
+  if (result.uncaught.length > 0) {
+    lines.push(
+      `uncaught driver errors (each would have crashed an app process): ${result.uncaught.length}`,
+    );
+    for (const text of [...new Set(result.uncaught)].slice(0, 5)) lines.push(`  ${text}`);
+  }
   if (result.incomplete) lines.push(`incomplete: ${result.incomplete}`);
   lines.push(closingLine(result));
   return lines;

@@ -172,3 +172,23 @@ describe('Prng', () => {
     expect(Number.isInteger(parseSeed(undefined))).toBe(true);
   });
 });
+
+describe('checkHistory: how an unreported loss was missed', () => {
+  it('tells a write-first session from a read served as fresh', () => {
+    const writeFirst = session(1, [write(1), write(2), read([2])]);
+    const readFirst = session(2, [write(3), read([], { target: 'n2', reason: 'replica-covered' })]);
+    const oldHistory = session(3, [
+      write(4),
+      read([4], { target: 'n1', reason: 'replica-covered' }),
+    ]);
+    const result = checkHistory(
+      history([...writeFirst, ...readFirst, ...oldHistory], [failover([1, 3, 4], 7)]),
+    );
+    const how = Object.fromEntries(result.lostWrites.map((w) => [w.writeId, w.howMissed]));
+    expect(how).toEqual({
+      1: 'write-first',
+      3: 'read-served n2/replica-covered',
+      4: 'read-showed-lost-row n1/replica-covered',
+    });
+  });
+});
