@@ -103,13 +103,29 @@ export function checkHistory(history: History): CheckResult {
 
   for (const [session, unsorted] of bySession) {
     const ops = [...unsorted].sort((a, b) => a.index - b.index);
-    const reports = ops.filter((op) => op.lostReport !== undefined);
-    /** The session was told of a loss after `id` was lost and before operation `index`. */
-    const excused = (id: number, index: number): boolean => {
+    const verdicts = new Map<string, Verdict>();
+    /** Whether (and by which operation) the session was told of the loss of `id`. */
+    const verdictOf = (id: number): Verdict | undefined => {
       const loss = losses.get(id);
-      if (!loss) return false;
-      const since = loss.failover?.crashAt ?? 0;
-      return reports.some((r) => r.index < index && r.end >= since);
+      if (!loss) return undefined;
+      const key = loss.failover ? `f${loss.failover.index}` : `w${id}`;
+      let verdict = verdicts.get(key);
+      if (!verdict) {
+        const failover = loss.failover;
+        const lostIds = new Set(
+          failover ? failover.absent : [id], // rows of this loss the session might be shown
+        );
+        // Without a failover (a vanished write) the loss dates from the write itself.
+        const since = failover?.crashAt ?? ops.find((op) => op.writeId === id)?.end ?? 0;
+        verdict = decide(ops, since, failover?.readyAt ?? since, lostIds);
+        verdicts.set(key, verdict);
+      }
+      return verdict;
+    };
+    /** The session was told of the loss of `id` before operation `index`. */
+    const excused = (id: number, index: number): boolean => {
+      const verdict = verdictOf(id);
+      return verdict?.reportIndex !== undefined && verdict.reportIndex < index;
     };
 
     const acked: number[] = []; // ids of acknowledged writes, ascending (ids grow with index)
@@ -186,14 +202,14 @@ export function checkHistory(history: History): CheckResult {
       if (op.kind !== 'write' || !op.ok || op.writeId === undefined) continue;
       const loss = losses.get(op.writeId);
       if (!loss) continue;
-      const since = loss.failover?.crashAt ?? 0;
-      const reported = reports.some((r) => r.index > op.index && r.end >= since);
+      const verdict = verdictOf(op.writeId)!;
+      const reported = verdict.reportIndex !== undefined;
       lostWrites.push({
         session,
         writeId: op.writeId,
         failover: loss.failover?.index,
         reported,
-        ...(reported ? {} : { howMissed: howMissed(ops, op.writeId, since) }),
+        ...(verdict.howMissed !== undefined ? { howMissed: verdict.howMissed } : {}),
       });
       if (loss.failover === undefined) {
         flag({
@@ -220,13 +236,39 @@ export function checkHistory(history: History): CheckResult {
   };
 }
 
-/** The first successful operation of the session after `since`, described for a report. */
-function howMissed(ops: readonly Operation[], id: number, since: number): string {
-  const next = ops.find((op) => op.ok && op.start >= since);
-  if (!next) return 'no-operation';
-  if (next.kind === 'write') return 'write-first';
-  const where = `${next.target ?? '?'}/${next.reason ?? '?'}`;
-  return next.rows?.includes(id) ? `read-showed-lost-row ${where}` : `read-served ${where}`;
+interface Verdict {
+  /** Index of the operation that told the session; undefined when nothing did in time. */
+  readonly reportIndex?: number;
+  /** Otherwise: how the session moved past the loss. */
+  readonly howMissed?: string;
+}
+
+/**
+ * Was the session told of a loss (from `since`, the crash), before it carried on as if nothing
+ * had happened? The first operation of the session that decides it: a loss report (an
+ * OtherHistoryError, a write with lostWrite) means told; a successful operation that started
+ * once the app's new configuration was in service (`readyAt`) means not told: a write merged the
+ * lost position away (`write-first`), or a read was served as fresh without the lost rows
+ * (`read-served`) or with them from another history (`read-showed-lost-row`). A later report is
+ * not about this loss any more: the session had already moved on (perhaps onto the new history).
+ * Successful operations before `readyAt` ran on the old configuration and do not decide.
+ */
+function decide(
+  ops: readonly Operation[],
+  since: number,
+  readyAt: number,
+  lostIds: ReadonlySet<number>,
+): Verdict {
+  for (const op of ops) {
+    if (op.end < since) continue;
+    if (op.lostReport !== undefined) return { reportIndex: op.index };
+    if (!op.ok || op.start < readyAt) continue;
+    if (op.kind === 'write') return { howMissed: 'write-first' };
+    const where = `${op.target ?? '?'}/${op.reason ?? '?'}`;
+    const showed = op.rows?.some((id) => lostIds.has(id)) ?? false;
+    return { howMissed: showed ? `read-showed-lost-row ${where}` : `read-served ${where}` };
+  }
+  return { howMissed: 'no-operation' };
 }
 
 /**

@@ -122,6 +122,26 @@ describe('checkHistory', () => {
     expect(result.byClass['missed-own-write']).toBe(1);
   });
 
+  it('does not take a later report for a loss the session had already moved past', () => {
+    // Lost at the crash (12, app ready at 14); the read at 20 is served as fresh without row 1;
+    // the report at 30 comes too late for that loss (the session had moved on).
+    const ops = session(1, [write(1), read([1]), read([]), otherHistory, read([])]);
+    const result = checkHistory(history(ops, [failover([1], 12, 14)]));
+    expect(result.lostWritesReported).toBe(0);
+    expect(result.lostWrites[0]?.howMissed).toBe('read-served ?/?');
+    expect(result.anomalies).toBe(2); // the read at 20 and the read at 40
+  });
+
+  it('ignores successful operations of the old configuration before the report', () => {
+    // The crash at 7 loses write 1; the app's new configuration is in service at 25. The read
+    // at 10 still ran on the old configuration (a replica that had the row); the report at 30
+    // is the first word of the new one.
+    const ops = session(1, [write(1), read([1]), read([1]), otherHistory, read([])]);
+    const result = checkHistory(history(ops, [failover([1], 7, 25)]));
+    expect(result.lostWritesReported).toBe(1);
+    expect(result.anomalies).toBe(0);
+  });
+
   it('counts a lost-write outcome on a later write as the report', () => {
     const ops = session(1, [write(1), write(2, { lostReport: 'lost-write' }), read([2])]);
     const result = checkHistory(history(ops, [failover([1], 7)]));
@@ -182,7 +202,7 @@ describe('checkHistory: how an unreported loss was missed', () => {
       read([4], { target: 'n1', reason: 'replica-covered' }),
     ]);
     const result = checkHistory(
-      history([...writeFirst, ...readFirst, ...oldHistory], [failover([1, 3, 4], 7)]),
+      history([...writeFirst, ...readFirst, ...oldHistory], [failover([1, 3, 4], 7, 8)]),
     );
     const how = Object.fromEntries(result.lostWrites.map((w) => [w.writeId, w.howMissed]));
     expect(how).toEqual({
