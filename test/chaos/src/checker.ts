@@ -25,6 +25,8 @@ export interface Anomaly {
   readonly index: number;
   /** ms since the campaign start (the read's start, or the write's end). */
   readonly at: number;
+  /** Where the read went: `target/reason` of its route decision. */
+  readonly route?: string;
   readonly detail: string;
 }
 
@@ -150,6 +152,7 @@ export function checkHistory(history: History): CheckResult {
       }
       if (!op.ok || op.rows === undefined) continue;
       checkedReads++;
+      const route = `${op.target ?? '?'}/${op.reason ?? '?'}`;
       const rows = new Set(op.rows);
       // With a full page, only ids at or above the page's smallest id are judged: any visible
       // row newer than that would have been on the page.
@@ -162,6 +165,7 @@ export function checkHistory(history: History): CheckResult {
           session,
           index: op.index,
           at: op.start,
+          route,
           detail: `read on ${op.target ?? '?'} (${op.reason ?? '?'}) missed acknowledged write(s) ${quote(missed)}`,
         });
       }
@@ -172,6 +176,7 @@ export function checkHistory(history: History): CheckResult {
           session,
           index: op.index,
           at: op.start,
+          route,
           detail: `read on ${op.target ?? '?'} (${op.reason ?? '?'}) no longer shows row(s) ${quote(backwards)} an earlier read showed`,
         });
       }
@@ -186,6 +191,7 @@ export function checkHistory(history: History): CheckResult {
           session,
           index: op.index,
           at: op.start,
+          route,
           detail: `read on ${op.target ?? '?'} (${op.reason ?? '?'}) showed row(s) ${quote(phantoms)} lost in failover #${failover.index} (${failover.oldPrimary} -> ${failover.promoted})`,
         });
       }

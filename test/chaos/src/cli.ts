@@ -1,11 +1,13 @@
 // pnpm test:chaos [-- --target pg18 --duration 60 --seed N --control naive ...]
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { ControlMode } from './app.js';
 import { CHAOS_TARGETS, runCampaign } from './campaign.js';
+import { checkHistory } from './checker.js';
 import { FAULT_KINDS, type FaultKind } from './faults.js';
+import type { Failover, Operation } from './history.js';
 import { parseSeed } from './prng.js';
-import { failed, formatReport } from './report.js';
+import { failed, formatCheck, formatReport } from './report.js';
 
 const USAGE = `usage: pnpm test:chaos -- [options]
   --target NAME      ${CHAOS_TARGETS.join(' | ')} (default pg18)
@@ -15,6 +17,7 @@ const USAGE = `usage: pnpm test:chaos -- [options]
   --sessions N       app sessions (default 8)
   --faults LIST      comma-separated subset of: ${FAULT_KINDS.join(', ')}
   --history FILE     write every operation and failover as JSON lines to FILE
+  --check FILE       run only the checker over a history FILE written by --history
 Exit status 1 when anomalies > 0, lost_writes_reported != lost_writes_staged, a driver error
 went uncaught (it would have crashed an app), or the check could not finish; 2 on a usage or
 start-up error.`;
@@ -33,6 +36,7 @@ async function main(): Promise<number> {
     console.log(USAGE);
     return 0;
   }
+  if (values.check !== undefined) return recheck(values.check);
   const target = values.target ?? 'pg18';
   const durationSec = Number(values.duration ?? '60');
   const control = (values.control ?? 'tidemark') as ControlMode;
@@ -108,7 +112,17 @@ async function main(): Promise<number> {
     clearTimeout(watchdog);
   }
   if (values.history) {
+    const meta = {
+      type: 'meta',
+      target: result.target,
+      version: result.version,
+      seed: result.seed,
+      control: result.control,
+      durationSec: result.durationSec,
+      faults: result.faults,
+    };
     const lines = [
+      JSON.stringify(meta),
       ...result.history.failovers.map((f) => JSON.stringify({ type: 'failover', ...f })),
       ...result.history.operations.map((op) => JSON.stringify({ type: 'operation', ...op })),
       JSON.stringify({ type: 'final', absent: result.history.finalAbsent }),
@@ -118,6 +132,33 @@ async function main(): Promise<number> {
   }
   for (const line of formatReport(result)) console.log(line);
   return failed(result) ? 1 : 0;
+}
+
+/** The checker alone, over a history written by --history (same checks, same closing line). */
+function recheck(file: string): number {
+  const operations: Operation[] = [];
+  const failovers: Failover[] = [];
+  let finalAbsent: number[] = [];
+  let faults = 0;
+  let meta = '';
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.trim() === '') continue;
+    const { type, ...record } = JSON.parse(line) as { type: string } & Record<string, unknown>;
+    if (type === 'operation') operations.push(record as unknown as Operation);
+    else if (type === 'failover') failovers.push(record as unknown as Failover);
+    else if (type === 'final') finalAbsent = record['absent'] as number[];
+    else if (type === 'meta') {
+      faults = Number(record['faults'] ?? 0);
+      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} duration=${String(record['durationSec'])}s`;
+    }
+  }
+  const check = checkHistory({ operations, failovers, finalAbsent });
+  console.log(`recheck: ${file}${meta ? ` (${meta})` : ''}`);
+  for (const line of formatCheck(check)) console.log(line);
+  console.log(
+    `chaos: operations=${operations.length} faults=${faults} anomalies=${check.anomalies} lost_writes_staged=${check.lostWritesStaged} lost_writes_reported=${check.lostWritesReported}`,
+  );
+  return check.anomalies > 0 || check.lostWritesReported !== check.lostWritesStaged ? 1 : 0;
 }
 
 function parse(args: string[]) {
@@ -131,6 +172,7 @@ function parse(args: string[]) {
       sessions: { type: 'string' },
       faults: { type: 'string' },
       history: { type: 'string' },
+      check: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: false,

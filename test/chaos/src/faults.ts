@@ -392,7 +392,7 @@ export class FaultScheduler {
     ]);
     const others = cluster.replicas().filter((n) => n.running);
     const partial =
-      this.capabilities.has('promote-partial') && others.length > 1 && prng.chance(0.4);
+      this.capabilities.has('promote-partial') && others.length > 1 && prng.chance(0.5);
     await this.healOn(oldPrimary);
 
     let chosen: string;

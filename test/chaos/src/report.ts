@@ -1,6 +1,6 @@
 // Printing a campaign's result. The last line is the one machines read.
 import type { CampaignResult } from './campaign.js';
-import { ANOMALY_CLASSES } from './checker.js';
+import { ANOMALY_CLASSES, type CheckResult } from './checker.js';
 import { FAULT_KINDS } from './faults.js';
 
 /** Anomalies quoted in full; the rest are counted. */
@@ -101,9 +101,31 @@ export function formatReport(result: CampaignResult): string[] {
     );
   }
 
+  lines.push(...formatCheck(check));
+  if (result.uncaught.length > 0) {
+    lines.push(
+      `uncaught driver errors (each would have crashed an app process): ${result.uncaught.length}`,
+    );
+    for (const text of [...new Set(result.uncaught)].slice(0, 5)) lines.push(`  ${text}`);
+  }
+  if (result.incomplete) lines.push(`incomplete: ${result.incomplete}`);
+  lines.push(closingLine(result));
+  return lines;
+}
+
+/** The checker's part of the report. */
+export function formatCheck(check: CheckResult): string[] {
+  const lines: string[] = [];
   lines.push(
     `checker: reads checked=${check.checkedReads} anomalies=${check.anomalies} (${ANOMALY_CLASSES.map((c) => `${c}=${check.byClass[c]}`).join(' ')}) reports_without_loss=${check.reportsWithoutLoss}`,
   );
+  const byRoute = new Map<string, string>();
+  for (const anomaly of check.details) {
+    if (anomaly.route) byRoute.set(`${anomaly.session}:${anomaly.index}`, anomaly.route);
+  }
+  if (byRoute.size > 0) {
+    lines.push(`anomalous reads by route:${formatTally(tally(byRoute.values()), ' ')}`);
+  }
   for (const anomaly of check.details.slice(0, QUOTED_ANOMALIES)) {
     lines.push(
       `  ${anomaly.class}: s${anomaly.session}#${anomaly.index} at ${(anomaly.at / 1000).toFixed(1)}s: ${anomaly.detail}`,
@@ -129,14 +151,6 @@ export function formatReport(result: CampaignResult): string[] {
       `unreported lost writes, first successful operation after the loss:${formatTally(how, ' ')}`,
     );
   }
-  if (result.uncaught.length > 0) {
-    lines.push(
-      `uncaught driver errors (each would have crashed an app process): ${result.uncaught.length}`,
-    );
-    for (const text of [...new Set(result.uncaught)].slice(0, 5)) lines.push(`  ${text}`);
-  }
-  if (result.incomplete) lines.push(`incomplete: ${result.incomplete}`);
-  lines.push(closingLine(result));
   return lines;
 }
 
