@@ -37,10 +37,10 @@ export interface LostWrite {
   readonly failover: number | undefined;
   readonly reported: boolean;
   /**
-   * For an unreported loss: how the session moved past it, from its first operation after the
-   * loss that succeeded. `write-first`: a write (the lost position merged away silently);
-   * `read-showed-lost-row`: a read served where the lost row still exists (another history);
-   * `read-served`: a read served as fresh without it; `no-operation`: none succeeded after.
+   * For an unreported loss: how the session moved past it, from its first successful read under
+   * the new configuration: `read-served <route>` (served as fresh without the lost rows),
+   * `read-showed-lost-row <route>` (served from another history), prefixed `write-first, then`
+   * when a successful write came before it; `write-first` or `no-operation` when no read did.
    */
   readonly howMissed?: string;
 }
@@ -250,14 +250,15 @@ interface Verdict {
 }
 
 /**
- * Was the session told of a loss (from `since`, the crash), before it carried on as if nothing
- * had happened? The first operation of the session that decides it: a loss report (an
- * OtherHistoryError, a write with lostWrite) means told; a successful operation that started
- * once the app's new configuration was in service (`readyAt`) means not told: a write merged the
- * lost position away (`write-first`), or a read was served as fresh without the lost rows
- * (`read-served`) or with them from another history (`read-showed-lost-row`). A later report is
- * not about this loss any more: the session had already moved on (perhaps onto the new history).
- * Successful operations before `readyAt` ran on the old configuration and do not decide.
+ * Was the session told of a loss (from `since`, the crash) before it observed a state without
+ * it? Its operations from the crash on decide: a loss report (an OtherHistoryError, a write with
+ * lostWrite) means told; a successful read that started once the app's new configuration was in
+ * service (`readyAt`) means not told: it was served as fresh without the lost rows
+ * (`read-served`) or with them from another history (`read-showed-lost-row`). A successful write
+ * in between does not decide by itself (the next read may still report the loss), but is noted
+ * (`write-first`): a write that merges the lost position away is how reports go missing. A
+ * later report is not about this loss any more: the session had moved on (perhaps onto the new
+ * history). Operations before `readyAt` ran on the old configuration and do not decide.
  */
 function decide(
   ops: readonly Operation[],
@@ -265,16 +266,21 @@ function decide(
   readyAt: number,
   lostIds: ReadonlySet<number>,
 ): Verdict {
+  let wroteFirst = false;
   for (const op of ops) {
     if (op.end < since) continue;
     if (op.lostReport !== undefined) return { reportIndex: op.index };
     if (!op.ok || op.start < readyAt) continue;
-    if (op.kind === 'write') return { howMissed: 'write-first' };
+    if (op.kind === 'write') {
+      wroteFirst = true;
+      continue;
+    }
     const where = `${op.target ?? '?'}/${op.reason ?? '?'}`;
     const showed = op.rows?.some((id) => lostIds.has(id)) ?? false;
-    return { howMissed: showed ? `read-showed-lost-row ${where}` : `read-served ${where}` };
+    const how = showed ? `read-showed-lost-row ${where}` : `read-served ${where}`;
+    return { howMissed: wroteFirst ? `write-first, then ${how}` : how };
   }
-  return { howMissed: 'no-operation' };
+  return { howMissed: wroteFirst ? 'write-first' : 'no-operation' };
 }
 
 /**

@@ -148,7 +148,7 @@ export function formatCheck(check: CheckResult): string[] {
   const how = tally(unreported.map((w) => w.howMissed ?? '?'));
   if (unreported.length > 0) {
     lines.push(
-      `unreported lost writes, first successful operation after the loss:${formatTally(how, ' ')}`,
+      `unreported lost writes, how the session moved past the loss:${formatTally(how, ' ')}`,
     );
   }
   return lines;

@@ -142,6 +142,13 @@ describe('checkHistory', () => {
     expect(result.anomalies).toBe(0);
   });
 
+  it('takes a report on the read after a silent write (the write kept the lost position)', () => {
+    const ops = session(1, [write(1), write(2), otherHistory, read([2])]);
+    const result = checkHistory(history(ops, [failover([1], 7, 8)]));
+    expect(result.lostWritesReported).toBe(1);
+    expect(result.anomalies).toBe(0);
+  });
+
   it('counts a lost-write outcome on a later write as the report', () => {
     const ops = session(1, [write(1), write(2, { lostReport: 'lost-write' }), read([2])]);
     const result = checkHistory(history(ops, [failover([1], 7)]));
@@ -206,7 +213,7 @@ describe('checkHistory: how an unreported loss was missed', () => {
     );
     const how = Object.fromEntries(result.lostWrites.map((w) => [w.writeId, w.howMissed]));
     expect(how).toEqual({
-      1: 'write-first',
+      1: 'write-first, then read-served ?/?',
       3: 'read-served n2/replica-covered',
       4: 'read-showed-lost-row n1/replica-covered',
     });
