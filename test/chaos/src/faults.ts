@@ -165,6 +165,11 @@ export class FaultScheduler {
     } catch (error) {
       this.counts[incident.kind].healFailed++;
       this.log(`heal ${incident.kind} ${incident.node} failed: ${short(error)}`);
+      // A replica that cannot follow the primary again (its history diverged while it was cut
+      // off or down) runs on as it is: suspect until rebuilt, never promoted.
+      if (incident.kind !== 'freeze-primary' && this.nodeRunning(incident.node)) {
+        this.suspect(incident.node, `could not follow the primary again: ${short(error, 120)}`);
+      }
     }
   }
 
