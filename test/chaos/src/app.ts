@@ -33,6 +33,8 @@ export interface OpOutcome {
   readonly errorCode?: string;
   readonly errorMessage?: string;
   readonly lostReport?: 'other-history' | 'lost-write';
+  /** The verdict a `lostWrite` outcome carried (`other-history`, `unverified`). */
+  readonly lostVerdict?: string;
   readonly target?: string;
   readonly reason?: string;
   /** The token to carry to the next request (unchanged when the operation could not say). */
@@ -168,18 +170,20 @@ export class App {
       const session = this.sessionOf(token);
       try {
         const detailed = (router as unknown as { writeDetailed?: WriteDetailed }).writeDetailed;
-        let lostWrite = false;
+        let lostWrite: unknown;
         if (typeof detailed === 'function') {
           this.stats.writeDetailed = true;
-          const outcome = await detailed.call(router, session, insert);
-          lostWrite = outcome.lostWrite !== undefined;
+          lostWrite = (await detailed.call(router, session, insert)).lostWrite;
         } else {
           await router.write(session, insert);
         }
-        if (lostWrite) this.stats.lostWriteOutcomes++;
+        if (lostWrite === undefined) return { ok: true, tokenAfter: this.encode(session) };
+        this.stats.lostWriteOutcomes++;
+        const verdict = (lostWrite as { verdict?: unknown }).verdict;
         return {
           ok: true,
-          ...(lostWrite ? { lostReport: 'lost-write' as const } : {}),
+          lostReport: 'lost-write',
+          ...(typeof verdict === 'string' ? { lostVerdict: verdict } : {}),
           tokenAfter: this.encode(session),
         };
       } catch (error) {

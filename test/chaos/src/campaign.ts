@@ -171,6 +171,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
         ...(outcome?.errorCode ? { errorCode: outcome.errorCode } : {}),
         ...(outcome?.errorMessage ? { errorMessage: outcome.errorMessage } : {}),
         ...(outcome?.lostReport ? { lostReport: outcome.lostReport } : {}),
+        ...(outcome?.lostVerdict ? { lostVerdict: outcome.lostVerdict } : {}),
         ...(outcome?.target ? { target: outcome.target } : {}),
         ...(outcome?.reason ? { reason: outcome.reason } : {}),
         tokenBefore,

@@ -35,6 +35,8 @@ export interface Operation {
    * read, or a write whose outcome carried `lostWrite`.
    */
   readonly lostReport?: 'other-history' | 'lost-write';
+  /** The verdict of a `lostWrite` outcome (`other-history`, or `unverified` when unchecked). */
+  readonly lostVerdict?: string;
   /** Route decision of a successful read. */
   readonly target?: string;
   readonly reason?: string;
