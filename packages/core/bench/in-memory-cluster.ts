@@ -87,6 +87,8 @@ export function replicaStates(
     lagSeconds: (1000 - applied) / 1000,
     lagBytes: undefined,
     paused: false,
+    history: 'current' as const,
+    behindPrimarySince: undefined,
     sampledAt: now,
     failures: 0,
     lastError: undefined,

@@ -23,6 +23,13 @@ export interface ReadContext<P = unknown> {
    * target that covers it, so enforcing it never adds a wait there.
    */
   readonly required?: P | undefined;
+  /**
+   * False (what the router passes): do not spend a round trip observing the position after the
+   * read; the router settles it from a later probe of the same node, shared by many reads.
+   * Return `observed` anyway when the server handed it over for free (MongoDB `operationTime`).
+   * Undefined or true: observe on the read's connection as before.
+   */
+  readonly observe?: boolean | undefined;
 }
 
 /** What an adapter returns from a read. */

@@ -7,6 +7,8 @@
  * - `primary-fallback`: no replica caught up in time; served by the primary under the cap.
  * - `primary-no-replica`: no healthy replica at all; served by the primary under the cap.
  * - `primary-other-history`: the token is from another history; policy sends it to the primary.
+ * - `primary-history-unverified`: the history check did not answer in time; policy
+ *   (`otherHistory: 'primary'`) sends it to the primary, and the session is not raised by it.
  * - `degraded-stale`: cap exhausted, policy 'stale': served by a replica that may be behind.
  * - `bad-token-ignored`: the session's position was invalid or impossible and policy ignores it.
  */
@@ -17,6 +19,7 @@ export type DecisionReason =
   | 'primary-fallback'
   | 'primary-no-replica'
   | 'primary-other-history'
+  | 'primary-history-unverified'
   | 'degraded-stale'
   | 'bad-token-ignored';
 
@@ -27,6 +30,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'primary-fallback',
   'primary-no-replica',
   'primary-other-history',
+  'primary-history-unverified',
   'degraded-stale',
   'bad-token-ignored',
 ];

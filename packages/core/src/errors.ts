@@ -21,12 +21,22 @@ export const ErrorCode = {
   TokenImpossible: 'TIDEMARK_TOKEN_IMPOSSIBLE',
   /** Token belongs to another replication history (a write lost in a failover). */
   OtherHistory: 'TIDEMARK_OTHER_HISTORY',
+  /**
+   * Whether the session's position belongs to the current history could not be checked in time
+   * (the primary did not answer). Never served as fresh; retry shortly.
+   */
+  HistoryUnverified: 'TIDEMARK_HISTORY_UNVERIFIED',
   /** No replica has caught up within the wait budget and the primary fallback cap is spent. */
   ReplicasBehind: 'TIDEMARK_REPLICAS_BEHIND',
   /** The read failed on its target and on the retry. */
   ReadFailed: 'TIDEMARK_READ_FAILED',
   /** Invalid configuration passed to a Tidemark constructor. */
   Config: 'TIDEMARK_CONFIG',
+  /**
+   * The session holds a position a read observed that is not settled yet, and was asked for its
+   * token synchronously. Await `session.settled()` first (carriers do).
+   */
+  Unsettled: 'TIDEMARK_UNSETTLED',
   /** The router or monitor was closed. */
   Closed: 'TIDEMARK_CLOSED',
   /** `currentSession()` was called outside `runWithSession`. */
@@ -103,6 +113,25 @@ export class OtherHistoryError extends TidemarkError {
     super(
       ErrorCode.OtherHistory,
       `The session's position for cluster "${cluster}" belongs to another replication history (${detail}); a write it depends on was probably lost in a failover. Re-read the data from the primary and start a fresh session, or set otherHistory: 'primary'.`,
+    );
+    this.cluster = cluster;
+  }
+}
+
+/**
+ * No replica covers the session's position and the primary could not confirm that the position
+ * is on its history (the check timed out or failed). Serving the read anyway could show a state
+ * without the session's write, or hide that the write was lost, so it is refused (invariant 10).
+ * Retryable: the check usually answers again within seconds.
+ */
+export class HistoryUnverifiedError extends TidemarkError {
+  readonly cluster: string;
+
+  constructor(cluster: string, cause?: unknown) {
+    super(
+      ErrorCode.HistoryUnverified,
+      `The primary of cluster "${cluster}" did not answer the check of this session's position, so the read cannot be served as fresh. Retry shortly; if it persists, check the primary's health (a failover may be under way), or set otherHistory: 'primary' to read the primary without trusting the position.`,
+      { retryable: true, cause },
     );
     this.cluster = cluster;
   }

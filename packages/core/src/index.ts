@@ -21,6 +21,7 @@ export {
   type AdapterErrorCode,
   ConfigError,
   ErrorCode,
+  HistoryUnverifiedError,
   isTidemarkError,
   OtherHistoryError,
   ReplicasBehindError,
@@ -29,24 +30,28 @@ export {
   TokenError,
 } from './errors.js';
 export { Emitter } from './events.js';
-export { type HealthOptions, isHealthy } from './health.js';
+export { type HealthOptions, isHealthy, stalenessSeconds } from './health.js';
 export { RouterMetrics, type RouterMetricsSnapshot } from './metrics.js';
 export { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
+export { PrimarySamples } from './monitor/primary-samples.js';
 export type {
   MonitorEvents,
   ProbeContext,
   ProbeResult,
+  ReplicaHistory,
   ReplicaMonitor,
   ReplicaState,
 } from './monitor/types.js';
 export { bestEffortReplica, type PlanInput, planRead, type ReadPlan } from './plan.js';
 export { type Comparison, POSITION_TEXT_PATTERN, type PositionCodec } from './position.js';
 export {
+  type LostWrite,
   type ReadOptions,
   type RoutedRead,
   Router,
   type RouterEvents,
   type RouterOptions,
+  type WriteResult,
 } from './router.js';
 export {
   affinity,
@@ -57,7 +62,7 @@ export {
   type SelectionPolicy,
   selectionPolicy,
 } from './selection.js';
-export { Session } from './session.js';
+export { type FromTokenOptions, type PendingPosition, Session } from './session.js';
 export {
   assertClusterName,
   type SigningKey,

@@ -16,6 +16,12 @@ export interface RouterMetricsSnapshot {
   readonly retries: number;
   readonly badTokens: number;
   readonly otherHistory: number;
+  /** Reads refused or sent to the primary because the history check could not answer. */
+  readonly historyUnverified: number;
+  /** Writes after which the session's earlier position was found lost (or unverifiable). */
+  readonly lostWrites: number;
+  /** Times a replica was found on another history than the primary's and left out of routing. */
+  readonly replicasDiverged: number;
   readonly writes: number;
 }
 
@@ -32,6 +38,9 @@ export class RouterMetrics {
   retries = 0;
   badTokens = 0;
   otherHistory = 0;
+  historyUnverified = 0;
+  lostWrites = 0;
+  replicasDiverged = 0;
   writes = 0;
   private readonly byReason = Object.fromEntries(DECISION_REASONS.map((r) => [r, 0])) as Record<
     DecisionReason,
@@ -67,6 +76,9 @@ export class RouterMetrics {
       retries: this.retries,
       badTokens: this.badTokens,
       otherHistory: this.otherHistory,
+      historyUnverified: this.historyUnverified,
+      lostWrites: this.lostWrites,
+      replicasDiverged: this.replicasDiverged,
       writes: this.writes,
     };
   }

@@ -1,19 +1,20 @@
-import { type Adapter, PRIMARY, type WriteOptions } from './adapter.js';
+import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
 import type { DecisionReason, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
+  HistoryUnverifiedError,
   OtherHistoryError,
   ReplicasBehindError,
   TidemarkError,
   TokenError,
 } from './errors.js';
 import { Emitter } from './events.js';
-import type { HealthOptions } from './health.js';
+import { type HealthOptions, isHealthy } from './health.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
-import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
+import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead } from './plan.js';
 import type { PositionCodec } from './position.js';
 import { type SelectionName, type SelectionPolicy, selectionPolicy } from './selection.js';
@@ -44,6 +45,13 @@ export interface RouterOptions<P, C> {
   fallback?: {
     /** Default true. */
     enabled?: boolean;
+    /**
+     * A separate, smaller cap for primary reads of sessions whose position is from another
+     * history or could not be verified (`otherHistory: 'primary'`), so that a burst of forged or
+     * lost positions cannot spend the cap honest sessions rely on. Above it those reads get
+     * their typed error. Default 10 per second, burst 10.
+     */
+    otherHistory?: Partial<TokenBucketOptions>;
   } & Partial<TokenBucketOptions>;
   /**
    * Above the fallback cap: `error` throws {@link ReplicasBehindError} (retryable, with an ETA),
@@ -58,9 +66,22 @@ export interface RouterOptions<P, C> {
   badToken?: 'reject' | 'ignore';
   /**
    * A session position from another history (lost in a failover): `error` throws
-   * {@link OtherHistoryError}; `primary` reads from the primary (under the cap). Default `error`.
+   * {@link OtherHistoryError}; `primary` reads from the primary (under its own cap, see
+   * `fallback.otherHistory`). The same policy applies when the history check cannot answer:
+   * `error` throws {@link HistoryUnverifiedError} (retryable), `primary` reads the primary without
+   * raising the session. Default `error`.
    */
   otherHistory?: 'error' | 'primary';
+  /**
+   * When the position a read observed is settled (invariant 3). `deferred` (default): the read
+   * returns as soon as its query does and its connection goes back to the pool at once; the
+   * position is taken from a probe of the same node sent after the read, shared by every read
+   * that finished before it, only when someone needs it: the session's next read (unless it
+   * stays on the same replica, which is monotonic by itself) or `session.settled()` before its
+   * token is encoded. A session never used again costs nothing. `immediate`: settle before the
+   * read returns (same shared probe).
+   */
+  settle?: 'deferred' | 'immediate';
   clock?: Clock;
 }
 
@@ -83,6 +104,17 @@ export interface RouterEvents<P> {
   retry: (event: { cluster: string; failedTarget: string; error: unknown }) => void;
   'bad-token': (event: { cluster: string; error: TokenError }) => void;
   'other-history': (event: { cluster: string; position: P }) => void;
+  /** The history check of a session's position could not answer (fail closed). */
+  'history-unverified': (event: { cluster: string; error: unknown }) => void;
+  /** A write succeeded, and the session's earlier position was found lost (see {@link LostWrite}). */
+  'lost-write': (event: LostWrite & { readonly written: P }) => void;
+  /** A replica's history verdict changed; `diverged` replicas serve no reads. */
+  'replica-history': (event: {
+    cluster: string;
+    replica: string;
+    history: ReplicaHistory;
+    previous: ReplicaHistory;
+  }) => void;
   write: (event: { cluster: string; position: P; durationMs: number }) => void;
   'replica-state': (state: ReplicaState<P>) => void;
 }
@@ -93,10 +125,33 @@ export interface RoutedRead<T> {
   readonly decision: RouteDecision;
 }
 
+/**
+ * A session's earlier position that a write found not to be part of the current history: the
+ * write itself succeeded, but an earlier write of this session was lost in a failover
+ * (`other-history`), or the primary could not be asked (`unverified`). The session now holds the
+ * new write's position, so its next reads see the new write; what was lost is for the app to
+ * handle (tell the user, re-submit).
+ */
+export interface LostWrite {
+  readonly cluster: string;
+  /** The earlier position, encoded as in a token. */
+  readonly position: string;
+  readonly verdict: 'other-history' | 'unverified';
+}
+
+/** Result of {@link Router.writeDetailed}. */
+export interface WriteResult<T> {
+  readonly value: T;
+  /** Set when the session's earlier position was lost or could not be verified. */
+  readonly lostWrite: LostWrite | undefined;
+}
+
 /** Internal: a chosen target before the read runs. */
 interface Route {
   /** True when the session's position was dropped as impossible while routing. */
   ignoredPosition?: boolean;
+  /** True when the read must not raise the session (its position's history is unverified). */
+  keepSession?: boolean;
   target: string;
   reason: DecisionReason;
   stale: boolean;
@@ -121,9 +176,11 @@ export class Router<P, C> {
   private readonly waitBudgetMs: number;
   private readonly pollIntervalMs: number;
   private readonly bucket: TokenBucket | undefined;
+  private readonly otherHistoryBucket: TokenBucket | undefined;
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
   private readonly otherHistory: 'error' | 'primary';
+  private readonly settleMode: 'deferred' | 'immediate';
   private readonly counters = new RouterMetrics();
   private closed = false;
 
@@ -155,8 +212,21 @@ export class Router<P, C> {
           this.clock,
         )
       : undefined;
+    this.otherHistoryBucket = fallbackEnabled
+      ? new TokenBucket(
+          {
+            ratePerSecond: options.fallback?.otherHistory?.ratePerSecond ?? 10,
+            burst: options.fallback?.otherHistory?.burst ?? 10,
+          },
+          this.clock,
+        )
+      : undefined;
     this.degraded = oneOf('degraded', options.degraded ?? 'error', ['error', 'stale'] as const);
     this.badToken = oneOf('badToken', options.badToken ?? 'reject', ['reject', 'ignore'] as const);
+    this.settleMode = oneOf('settle', options.settle ?? 'deferred', [
+      'deferred',
+      'immediate',
+    ] as const);
     this.otherHistory = oneOf('otherHistory', options.otherHistory ?? 'error', [
       'error',
       'primary',
@@ -169,18 +239,32 @@ export class Router<P, C> {
         replicas: this.adapter.replicas,
         probe: (id, context) => this.adapter.probe(id, context),
         probePrimary: (context) => this.adapter.probePrimary(context),
+        classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
+          ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)
+          : undefined,
         clock: this.clock,
       });
     this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
+    this.monitor.events.on('history', ({ id, history, previous }) => {
+      if (history === 'diverged') this.counters.replicasDiverged++;
+      this.events.emit('replica-history', {
+        cluster: this.cluster,
+        replica: id,
+        history,
+        previous,
+      });
+    });
     this.monitor.start();
   }
 
-  /** Probe every replica and the primary once; call before serving traffic. */
+  /**
+   * Probe the primary, then every replica, once; call before serving traffic. The primary goes
+   * first because replicas are judged against it (history and staleness, invariant 9): a replica
+   * sampled after the primary covers that sample when it is caught up.
+   */
   async ready(): Promise<void> {
-    await Promise.all([
-      this.monitor.refresh(),
-      this.monitor.refreshPrimary().catch(() => undefined),
-    ]);
+    await this.monitor.refreshPrimary().catch(() => undefined);
+    await this.monitor.refresh();
   }
 
   /**
@@ -192,12 +276,27 @@ export class Router<P, C> {
     fn: (connection: C) => Promise<T>,
     options: WriteOptions = {},
   ): Promise<T> {
+    return (await this.writeDetailed(session, fn, options)).value;
+  }
+
+  /**
+   * Like {@link Router.write}, and also says whether the session's earlier position was lost:
+   * when the session already held a position the new write does not cover, it is checked against
+   * the primary's history first (no round trip while the monitor's primary sample answers it).
+   * A lost position is reported here, by a `lost-write` event and in metrics, never dropped in
+   * silence (invariant 4); the session then holds the new write's position.
+   */
+  async writeDetailed<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: WriteOptions = {},
+  ): Promise<WriteResult<T>> {
     this.assertOpen();
     const started = this.clock.now();
     const { value, position } = await this.adapter.write(fn, options);
-    session.raise(this.cluster, this.adapter.codec, position);
     this.monitor.observePrimary(position);
     this.counters.writes++;
+    const lostWrite = await this.raiseAfterWrite(session, position);
     if (this.events.has('write')) {
       this.events.emit('write', {
         cluster: this.cluster,
@@ -205,7 +304,7 @@ export class Router<P, C> {
         durationMs: this.clock.now() - started,
       });
     }
-    return value;
+    return { value, lostWrite };
   }
 
   /** Run a read where the session's writes are visible; returns the callback's value. */
@@ -225,8 +324,19 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
-    const required = await this.requiredPosition(session);
-    const route = await this.route(session, required.position, required.ignored, options, started);
+    const sticky = await this.settleUnlessSticky(session);
+    let required = await this.requiredPosition(session);
+    let route: Route | undefined;
+    if (sticky !== undefined) {
+      if (this.replicaCovers(sticky, required.position)) {
+        route = { target: sticky, reason: 'replica-covered', stale: false };
+      } else {
+        // Another node will serve it: the pending position must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
+    }
+    route ??= await this.route(session, required.position, required.ignored, options, started);
     const waitedMs = this.clock.now() - started;
     let retried = false;
     let outcome: { value: T; observed?: P | undefined };
@@ -235,17 +345,24 @@ export class Router<P, C> {
       outcome = await this.adapter.read(route.target, fn, {
         signal: options.signal,
         required: enforceable(route, required.position),
+        observe: false,
       });
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
+      if (this.hasPending(session)) {
+        // The retry may land elsewhere: what earlier reads observed must be known first.
+        await session.settled(this.cluster);
+        required = await this.requiredPosition(session);
+      }
       const retryPosition = route.ignoredPosition ? undefined : required.position;
       finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
       try {
         outcome = await this.adapter.read(finalRoute.target, fn, {
           signal: options.signal,
           required: enforceable(finalRoute, required.position),
+          observe: false,
         });
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
@@ -256,7 +373,9 @@ export class Router<P, C> {
         );
       }
     }
-    await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    if (!finalRoute.keepSession) {
+      await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
+    }
     const decision: RouteDecision = {
       cluster: this.cluster,
       target: finalRoute.target,
@@ -339,7 +458,7 @@ export class Router<P, C> {
     // Before spending the wait budget, make sure waiting can succeed at all: a position the
     // primary has not reached, or one from another history, never arrives on a replica.
     const verdict = await this.checkAgainstPrimary(required);
-    if (verdict === 'other-history') return this.onOtherHistory(required, started);
+    if (verdict === 'other-history') return this.onOtherHistory(required);
     if (verdict === 'impossible') {
       // Throws under 'reject'; under 'ignore' the read proceeds as if the session had no position.
       this.onBadToken(
@@ -353,9 +472,13 @@ export class Router<P, C> {
       return { ...rerouted, ignoredPosition: true };
     }
     if (plan.kind === 'wait' && this.waitBudgetMs > 0) {
+      // Safe even without a verdict: only a replica on the primary's history that covers the
+      // position can end the wait, exactly as on the covered path.
       const replica = await this.waitForReplica(required, plan.candidates, started, options);
       if (replica) return { target: replica, reason: 'replica-waited', stale: false };
     }
+    // The primary is the only place left, and reading it as fresh needs the verdict.
+    if (verdict instanceof CheckFailed) return this.onHistoryUnverified(verdict.cause);
     if (plan.kind === 'none' && plan.otherHistory) {
       // Every replica says "other history" but the primary covers the position: replicas are
       // still following an old primary. Reading the primary is the only fresh answer.
@@ -368,38 +491,137 @@ export class Router<P, C> {
     );
   }
 
-  private async checkAgainstPrimary(required: P): Promise<'ok' | 'impossible' | 'other-history'> {
-    const codec = this.adapter.codec;
+  /**
+   * Is `required` part of the primary's history? Fails closed (invariant 10): when the primary
+   * cannot be asked, or the adapter's check throws, the answer is {@link CheckFailed}, never `ok`.
+   */
+  private async checkAgainstPrimary(required: P): Promise<PrimaryVerdict | CheckFailed> {
     const sampled = this.monitor.primaryPosition();
-    if (sampled !== undefined && codec.compare(sampled, required) === 'covered') return 'ok';
+    if (sampled !== undefined && this.adapter.codec.compare(sampled, required) === 'covered') {
+      return 'ok';
+    }
     let fresh: P | undefined;
     try {
       fresh = await this.monitor.refreshPrimary();
-    } catch {
-      // An unreachable primary cannot refute the token; let the wait and fallback path decide.
-      return 'ok';
+    } catch (error) {
+      return new CheckFailed(error);
     }
-    if (fresh === undefined) return 'ok';
+    if (fresh === undefined) return new CheckFailed(new Error('the monitor has no primary probe'));
+    try {
+      return await this.classify(fresh, required);
+    } catch (error) {
+      return new CheckFailed(error);
+    }
+  }
+
+  /** The adapter's verdict, else the codec's: `behind` the primary means never issued here. */
+  private classify(primary: P, required: P): PrimaryVerdict | Promise<PrimaryVerdict> {
     if (this.adapter.classifyAgainstPrimary) {
-      try {
-        return await this.adapter.classifyAgainstPrimary(fresh, required);
-      } catch {
-        // Like an unreachable primary: a check that could not run cannot refute the token.
-        return 'ok';
-      }
+      return this.adapter.classifyAgainstPrimary(primary, required);
     }
-    const relation = codec.compare(fresh, required);
+    const relation = this.adapter.codec.compare(primary, required);
     if (relation === 'covered') return 'ok';
     return relation === 'other-history' ? 'other-history' : 'impossible';
   }
 
-  private onOtherHistory(required: P, started: number): Route {
+  private onOtherHistory(required: P): Route {
     this.counters.otherHistory++;
     this.events.emit('other-history', { cluster: this.cluster, position: required });
-    if (this.otherHistory === 'error') {
-      throw new OtherHistoryError(this.cluster, `position ${this.adapter.codec.encode(required)}`);
+    const otherHistoryError = () =>
+      new OtherHistoryError(this.cluster, `position ${this.adapter.codec.encode(required)}`);
+    if (this.otherHistory === 'error') throw otherHistoryError();
+    if (!this.otherHistoryBucket?.tryTake()) throw otherHistoryError();
+    return { target: PRIMARY, reason: 'primary-other-history', stale: false };
+  }
+
+  /**
+   * The history check could not answer: never serve the read as fresh, and never raise the
+   * session onto the primary's history without the verdict (invariant 10).
+   */
+  private onHistoryUnverified(cause: unknown): Route {
+    this.counters.historyUnverified++;
+    this.events.emit('history-unverified', { cluster: this.cluster, error: cause });
+    if (this.otherHistory === 'primary' && this.otherHistoryBucket?.tryTake()) {
+      return {
+        target: PRIMARY,
+        reason: 'primary-history-unverified',
+        stale: false,
+        keepSession: true,
+      };
     }
-    return this.fallback('primary-other-history', required, started);
+    throw new HistoryUnverifiedError(this.cluster, cause);
+  }
+
+  /**
+   * Raise the session to a write's position. A held position the write does not cover is first
+   * judged against the primary (invariant 4): merging a lost position with the new one would
+   * either drop it in silence or, where positions of two histories merge by sequence number
+   * (MariaDB), keep the lost one and route the next read to a replica without the new write.
+   */
+  private async raiseAfterWrite(session: Session, written: P): Promise<LostWrite | undefined> {
+    const codec = this.adapter.codec;
+    let held: P | undefined;
+    try {
+      held = session.position(this.cluster, codec);
+    } catch {
+      held = undefined; // An undecodable position protects nothing; the new one replaces it.
+    }
+    if (held === undefined || codec.compare(written, held) === 'covered') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    // Cheap first: the monitor's primary sample plus this write usually answers it.
+    const sampled = this.monitor.primaryPosition();
+    const quick = sampled === undefined ? written : codec.merge(sampled, written);
+    if ((await this.classifySafely(quick, held)) === 'ok') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    let fresh: P | undefined;
+    try {
+      fresh = await this.monitor.refreshPrimary();
+    } catch {
+      fresh = undefined;
+    }
+    const primary = fresh === undefined ? undefined : codec.merge(fresh, written);
+    const verdict = primary === undefined ? undefined : await this.classifySafely(primary, held);
+    if (verdict === 'ok') {
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    session.forget(this.cluster);
+    if (verdict === 'impossible') {
+      // Not a lost write: a position this cluster never issued. Counted like any bad token.
+      this.counters.badTokens++;
+      this.events.emit('bad-token', {
+        cluster: this.cluster,
+        error: new TokenError(
+          ErrorCode.TokenImpossible,
+          `The session's position for cluster "${this.cluster}" is ahead of the primary; it was replaced by the position of the write that just succeeded.`,
+        ),
+      });
+      session.raise(this.cluster, codec, written);
+      return undefined;
+    }
+    // Lost (or unverifiable): the session continues from the primary's history as it is now,
+    // which covers everything of it that survived and the new write.
+    session.raise(this.cluster, codec, primary ?? written);
+    const lostWrite: LostWrite = {
+      cluster: this.cluster,
+      position: codec.encode(held),
+      verdict: verdict === 'other-history' ? 'other-history' : 'unverified',
+    };
+    this.counters.lostWrites++;
+    this.events.emit('lost-write', { ...lostWrite, written });
+    return lostWrite;
+  }
+
+  private async classifySafely(primary: P, required: P): Promise<PrimaryVerdict | undefined> {
+    try {
+      return await this.classify(primary, required);
+    } catch {
+      return undefined;
+    }
   }
 
   /** Bounded wait with one budget per read: server-side when the adapter can, else polling. */
@@ -568,10 +790,11 @@ export class Router<P, C> {
   }
 
   /**
-   * Invariant 3: raise to what the read observed. The monitor's sample from before the read is
-   * not enough (the read may have seen more), so an adapter that cannot report `observed` costs
-   * a fresh probe of the same node, sent after the read: a node's applied position only moves
-   * forward, so that probe covers everything the read saw.
+   * Invariant 3: raise to what the read observed. A position the server returned with the result
+   * counts at once. Otherwise the monitor's sample from before the read is not enough (the read
+   * may have seen more): the position comes from a probe of the same node sent after the read
+   * finished (a node's applied position only moves forward, so it covers everything the read
+   * saw), shared by every read that finished before it was sent, and taken only when needed.
    */
   private async raiseAfterRead(
     session: Session,
@@ -585,34 +808,74 @@ export class Router<P, C> {
       else this.monitor.observePrimary(observed);
       return;
     }
-    const controller = new AbortController();
-    let after: P | undefined;
-    try {
-      const probe: Promise<P> =
-        target === PRIMARY
-          ? this.adapter.probePrimary({ signal: controller.signal })
-          : this.adapter
-              .probe(target, { signal: controller.signal, primary: this.monitor.primaryPosition() })
-              .then((result) => result.applied);
-      // Bounded like a monitor probe: a node that answers the read and then hangs must not
-      // hang the read.
-      const timeout = new AbortController();
-      const timedOut = this.clock.sleep(POST_READ_PROBE_TIMEOUT_MS, timeout.signal).then(() => {
-        if (timeout.signal.aborted) return undefined;
-        controller.abort();
-        throw new Error(`post-read probe timed out after ${POST_READ_PROBE_TIMEOUT_MS} ms`);
-      });
-      try {
-        after = await Promise.race([probe, timedOut]);
-      } finally {
-        timeout.abort();
-      }
-    } catch {
-      // The node vanished after answering. The primary's position covers any replica's state,
-      // so raising to it errs toward freshness (extra waits), never toward a stale read.
-      after = await this.monitor.refreshPrimary().catch(() => undefined);
+    const ticket = this.monitor.ticket();
+    const pending = {
+      target,
+      settle: () => this.settleObservation(session, target, ticket),
+    };
+    if (this.settleMode === 'immediate') {
+      await pending.settle();
+      return;
     }
-    if (after !== undefined) session.raise(this.cluster, codec, after);
+    session.defer(this.cluster, pending);
+  }
+
+  /**
+   * A session's pending read positions, before it routes again: a single pending replica that is
+   * still healthy can serve the next read without settling (a replica's state never goes back,
+   * so reading it again is monotonic by itself); anything else is settled now.
+   */
+  private async settleUnlessSticky(session: Session): Promise<string | undefined> {
+    const targets = session.pendingTargets(this.cluster);
+    if (targets.length === 0) return undefined;
+    const only = targets[0] as string;
+    if (targets.length === 1 && only !== PRIMARY) {
+      const state = this.monitor.state(only);
+      if (state && isHealthy(state, this.clock.now(), this.health)) return only;
+    }
+    await session.settled(this.cluster);
+    return undefined;
+  }
+
+  private hasPending(session: Session): boolean {
+    return session.pendingTargets(this.cluster).length > 0;
+  }
+
+  /** A healthy replica whose sampled position covers `required` (or there is none). */
+  private replicaCovers(id: string, required: P | undefined): boolean {
+    const state = this.monitor.state(id);
+    if (!state || !isHealthy(state, this.clock.now(), this.health)) return false;
+    return (
+      required === undefined ||
+      (state.applied !== undefined &&
+        this.adapter.codec.compare(state.applied, required) === 'covered')
+    );
+  }
+
+  /**
+   * The position a finished read saw, from a probe sent after `ticket`; if the node is gone, the
+   * primary's position (it covers any replica that was on its history, which a routed replica
+   * was: invariant 9), erring toward freshness. Bounded by the probe timeouts; never hangs.
+   */
+  private async settleObservation(session: Session, target: string, ticket: number): Promise<void> {
+    let position: P | undefined;
+    try {
+      position =
+        target === PRIMARY
+          ? await this.monitor.primaryAfter(ticket)
+          : await this.monitor.appliedAfter(target, ticket);
+    } catch (error) {
+      try {
+        position = await this.monitor.primaryAfter(ticket);
+      } catch {
+        throw new TidemarkError(
+          ErrorCode.ReadFailed,
+          `The position a read observed on ${target} (cluster "${this.cluster}") could not be settled: neither that node nor the primary answered a probe. Retry shortly; the session keeps the read pending.`,
+          { retryable: true, cause: error },
+        );
+      }
+    }
+    session.raise(this.cluster, this.adapter.codec, position);
   }
 
   private etaMs(required: P | undefined): number | undefined {
@@ -627,12 +890,17 @@ export class Router<P, C> {
   }
 }
 
-/** Upper bound of the probe that replaces a missing `observed` position after a read. */
-const POST_READ_PROBE_TIMEOUT_MS = 1000;
+/** A history check that could not run; distinct from every verdict so it cannot pass as one. */
+class CheckFailed {
+  constructor(readonly cause: unknown) {}
+}
 
 /** The position a read may ask the server to enforce: none for stale or token-less routes. */
 function enforceable<P>(route: Route, position: P | undefined): P | undefined {
-  return route.stale || route.ignoredPosition || route.reason === 'bad-token-ignored'
+  return route.stale ||
+    route.ignoredPosition ||
+    route.keepSession ||
+    route.reason === 'bad-token-ignored'
     ? undefined
     : position;
 }

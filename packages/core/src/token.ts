@@ -47,9 +47,14 @@ const BASE36 = /^[0-9a-z]{1,10}$/;
 const FUTURE_SKEW_SECONDS = 300;
 const MIN_SECRET_BYTES = 32;
 
+/** True when `name` can be used as a cluster name in tokens. */
+export function isClusterName(name: string): boolean {
+  return CLUSTER_NAME.test(name);
+}
+
 /** Throws a {@link ConfigError} unless `name` can be used as a cluster name in tokens. */
 export function assertClusterName(name: string): void {
-  if (!CLUSTER_NAME.test(name)) {
+  if (!isClusterName(name)) {
     throw new ConfigError(
       `Cluster name ${JSON.stringify(name)} is not valid: use 1-64 characters from A-Z a-z 0-9 _ -.`,
     );
@@ -66,7 +71,8 @@ export class TokenCodec {
   private readonly keys: ReadonlyArray<{ id: string; secret: Buffer }>;
   private readonly requireSignature: boolean;
   private readonly maxLength: number;
-  private readonly maxClusters: number;
+  /** Most clusters one token may name (the `maxClusters` option). */
+  readonly maxClusters: number;
   private readonly maxAgeSeconds: number | undefined;
   private readonly now: () => number;
 

@@ -1,5 +1,11 @@
-import { maybeCurrentSession, type PositionCodec, type TokenCodec } from '@tidemark/core';
+import {
+  maybeCurrentSession,
+  type PositionCodec,
+  type Session,
+  type TokenCodec,
+} from '@tidemark/core';
 import { DEFAULT_TOKEN_HEADER } from './carrier.js';
+import { type CodecMap, codecMap, decodePosition, type KnownCluster } from './known.js';
 
 export interface ForwardingFetchOptions {
   /** Signs the forwarded token; use the same keys as the receiving services. */
@@ -9,9 +15,14 @@ export interface ForwardingFetchOptions {
   /** The fetch to wrap. Default the global fetch. */
   fetch?: typeof fetch;
   /**
-   * Codecs per cluster: when given, a token the downstream service returns in the same header
-   * (it wrote) raises the current session, so this request's later reads see that write too.
+   * The routers whose clusters this service uses (anything with `cluster` and `codec`, like the
+   * carrier's option). With them (or `codecs`), a token the downstream service returns in the
+   * same header (it wrote) raises the current session, so this request's later reads see that
+   * write too; and a token the caller set in the header itself is merged with the session's
+   * instead of being replaced by it.
    */
+  routers?: Iterable<KnownCluster>;
+  /** Codecs per cluster, for clusters without a router here. */
   codecs?: Readonly<Record<string, PositionCodec<unknown>>>;
 }
 
@@ -23,30 +34,73 @@ export interface ForwardingFetchOptions {
 export function createForwardingFetch(options: ForwardingFetchOptions): typeof fetch {
   const inner = options.fetch ?? globalThis.fetch;
   const header = (options.header ?? DEFAULT_TOKEN_HEADER).toLowerCase();
+  const codecs = codecMap(options.routers, options.codecs);
   const forwarding = async (
     input: Parameters<typeof fetch>[0],
     init?: RequestInit,
   ): Promise<Response> => {
     const session = maybeCurrentSession();
+    // What this request's reads saw must travel too (invariant 3).
+    await session?.settled();
     if (!session || session.clusters().length === 0) return inner(input, init);
     const headers = new Headers(
       init?.headers ?? (input instanceof Request ? input.headers : undefined),
     );
-    headers.set(header, options.codec.encode(session.toTokenData()));
+    const explicit = headers.get(header);
+    const positions =
+      explicit && codecs.size > 0
+        ? mergedWith(session, explicit, options.codec, codecs)
+        : session.toTokenData().positions;
+    headers.set(header, options.codec.encode({ positions }));
     const response = await inner(input, { ...init, headers });
     const returned = response.headers.get(header);
-    if (returned && options.codecs) absorb(returned, options.codec, options.codecs);
+    if (returned && codecs.size > 0) absorb(returned, options.codec, codecs);
     return response;
   };
   return forwarding as typeof fetch;
 }
 
-/** Raise the current session with a token a downstream service returned; bad ones are dropped. */
-function absorb(
+/**
+ * The session's positions merged with a token the caller put in the header itself: per cluster
+ * the newer one, so forwarding never lowers what the caller meant to send. Clusters without a
+ * codec and a token that does not verify are left out.
+ */
+function mergedWith(
+  session: Session,
   text: string,
   codec: TokenCodec,
-  codecs: Readonly<Record<string, PositionCodec<unknown>>>,
-): void {
+  codecs: CodecMap,
+): Record<string, string> {
+  const positions = new Map(Object.entries(session.toTokenData().positions));
+  let explicit: Readonly<Record<string, string>>;
+  try {
+    explicit = codec.decode(text).positions;
+  } catch {
+    return Object.fromEntries(positions);
+  }
+  for (const [cluster, incomingText] of Object.entries(explicit)) {
+    const positionCodec = codecs.get(cluster);
+    if (!positionCodec) continue;
+    try {
+      const incoming = decodePosition(positionCodec, cluster, incomingText).position;
+      let current: unknown;
+      try {
+        current = session.position(cluster, positionCodec);
+      } catch {
+        current = undefined;
+      }
+      const merged = current === undefined ? incoming : positionCodec.merge(current, incoming);
+      positions.set(cluster, positionCodec.encode(merged));
+    } catch {
+      // A position this service cannot decode protects nothing here.
+    }
+  }
+  // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
+  return Object.fromEntries(positions);
+}
+
+/** Raise the current session with a token a downstream service returned; bad ones are dropped. */
+function absorb(text: string, codec: TokenCodec, codecs: CodecMap): void {
   const session = maybeCurrentSession();
   if (!session) return;
   let positions: Readonly<Record<string, string>>;
@@ -56,10 +110,14 @@ function absorb(
     return; // A downstream service with other keys: its token is not ours to trust.
   }
   for (const [cluster, position] of Object.entries(positions)) {
-    const positionCodec = codecs[cluster];
+    const positionCodec = codecs.get(cluster);
     if (!positionCodec) continue;
     try {
-      session.raise(cluster, positionCodec, positionCodec.decode(position));
+      session.raise(
+        cluster,
+        positionCodec,
+        decodePosition(positionCodec, cluster, position).position,
+      );
     } catch {
       // A position this service cannot decode protects nothing here.
     }

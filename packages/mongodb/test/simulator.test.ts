@@ -197,6 +197,7 @@ describe('read-your-writes through the core Router (simulator)', () => {
       await writer.write(session, ({ db, session: s }) =>
         db.collection('items').insertOne({ key }, { session: s }),
       );
+      await session.settled();
       const carried = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
       const found = await reader.read(carried, ({ db, session: s }) =>
         db.collection('items').findOne({ key }, { session: s }),

@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type PositionCodec,
   PRIMARY,
+  PrimarySamples,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -23,7 +24,6 @@ import { createMariadbFlavour } from './mariadb-flavour.js';
 import type { MariadbGtidPosition } from './mariadb-gtid.js';
 import { createMysqlFlavour } from './mysql-flavour.js';
 import { buildPoolOptions, parseConnectionUrl } from './pool-options.js';
-import { PrimaryTimeline } from './primary-timeline.js';
 import { isRetryableMysqlError } from './retryable.js';
 import { SessionSetup } from './session-setup.js';
 
@@ -131,7 +131,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   private readonly setupTrips: TripCounter = { operations: 0, roundTrips: 0 };
   private readonly writeSetup: SessionSetup;
   private readonly readSetup: SessionSetup;
-  private readonly timeline: PrimaryTimeline<P>;
+  private readonly timeline: PrimarySamples<P>;
   private primaryIdentity: PrimaryIdentity | undefined;
   private captureFallbacks = 0;
   private closed = false;
@@ -142,7 +142,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   ) {
     this.flavour = dialect.name;
     this.codec = dialect.codec;
-    this.timeline = new PrimaryTimeline(dialect.codec);
+    this.timeline = new PrimarySamples(dialect.codec);
     this.writeSetup = new SessionSetup(dialect.writeSetupSql, this.setupTrips);
     this.readSetup = new SessionSetup(READ_ONLY_SETUP_SQL, this.setupTrips);
     const connectionLimit = options.poolSize ?? 10;
@@ -185,7 +185,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
       },
       async (connection) => {
         const value = await fn(connection);
-        // Read after the callback on the same connection: at least as new as anything it saw.
+        // The router settles the position from a shared probe sent after the read (no round
+        // trip here); asked to observe, read it after the callback on the same connection.
+        if (context.observe === false) return { value };
         const [rows] = await connection.query(this.dialect.positionSql);
         return { value, observed: this.position(rows, 'the position after a read') };
       },
@@ -373,7 +375,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     receiving: boolean;
     ownLagSeconds: number | undefined;
   }): number | undefined {
-    if (!facts.replicating) return 0;
+    // Following nothing (source gone, replication reset): its own view says nothing about how
+    // far the primary has moved on, so only the primary's side counts.
+    if (!facts.replicating) return this.timeline.lagSeconds(facts.applied, Date.now());
     if (!facts.paused && facts.receiving && facts.ownLagSeconds !== undefined) {
       return facts.ownLagSeconds;
     }

@@ -28,6 +28,11 @@ export interface PrimaryIdentity {
    * channel that runs and has something to apply), so a missing transaction may still arrive.
    */
   readonly stillApplying: boolean;
+  /**
+   * MariaDB: `@@gtid_binlog_state`, the last sequence number of every `domain-server` pair in the
+   * primary's binary log. Absent when the server did not report it.
+   */
+  readonly lastSeqByServer?: ReadonlyMap<string, bigint> | undefined;
 }
 
 export interface PrimaryFacts<P> {
@@ -36,6 +41,13 @@ export interface PrimaryFacts<P> {
 }
 
 export type PrimaryVerdict = 'ok' | 'impossible' | 'other-history';
+
+/** A history verdict asked for before the primary was ever probed: the check fails (closed). */
+export function primaryNotProbed(): Error {
+  return new Error(
+    'The primary has not been probed yet, so its identity is unknown and no history verdict can be given.',
+  );
+}
 
 /**
  * Everything that differs between MySQL and MariaDB: SQL text, how positions travel in OK

@@ -4,6 +4,33 @@ import {
   type MariadbGtidPosition,
 } from './mariadb-gtid.js';
 
+export interface MariadbClassifyOptions extends MariadbCompareOptions {
+  /**
+   * The primary's `@@gtid_binlog_state` as `domain-server` -> last sequence number. With it, a
+   * GTID of another server past the last one the primary logged from that server is known lost,
+   * even after the primary's own sequence in that domain has moved past it (rule 0 below).
+   */
+  readonly lastSeqByServer?: ReadonlyMap<string, bigint> | undefined;
+}
+
+/**
+ * Rule 0: the primary logged transactions of server S in domain D up to sequence N (binary log
+ * state, with log_slave_updates); a GTID D-S-M with M > N never reached it. Pairs the state does
+ * not list say nothing (the server may run without log_slave_updates).
+ */
+function beyondWhatPrimaryGotFromServer(
+  required: MariadbGtidPosition,
+  primaryServerId: number,
+  lastSeqByServer: ReadonlyMap<string, bigint> | undefined,
+): boolean {
+  if (lastSeqByServer === undefined) return false;
+  return required.gtids.some((need) => {
+    if (need.server === primaryServerId) return false;
+    const last = lastSeqByServer.get(`${need.domain}-${need.server}`);
+    return last !== undefined && need.seq > last;
+  });
+}
+
 /**
  * Judge a session's MariaDB position against the current primary's `gtid_current_pos` and
  * `server_id`, the one server every new transaction comes from (the MariaDB counterpart of
@@ -18,16 +45,20 @@ import {
  *    reached this one), or, in strict mode, name the same `seq` as the primary with another server
  *    id (two histories): `other-history`.
  *
- * Limits: a lost write is visible only until the new primary's `seq` in that domain passes it;
- * after that the position compares as covered everywhere (MariaDB keeps one GTID per domain, not
- * the set of transactions). The verdict assumes the primary replicates from nobody.
+ * Limits: without the binary log state (rule 0) a lost write is visible only until the new
+ * primary's `seq` in that domain passes it; after that the position compares as covered (MariaDB
+ * keeps one GTID per domain, not the set of transactions). The verdict assumes the primary
+ * replicates from nobody.
  */
 export function classifyMariadbAgainstPrimary(
   primary: MariadbGtidPosition,
   required: MariadbGtidPosition,
   primaryServerId: number,
-  options: MariadbCompareOptions = {},
+  options: MariadbClassifyOptions = {},
 ): 'ok' | 'impossible' | 'other-history' {
+  if (beyondWhatPrimaryGotFromServer(required, primaryServerId, options.lastSeqByServer)) {
+    return 'other-history';
+  }
   if (compareMariadbPositions(primary, required, options) === 'covered') return 'ok';
   let otherHistory = false;
   for (const need of required.gtids) {

@@ -4,9 +4,11 @@ import {
   firstRow,
   numberColumn,
   type PrimaryVerdict,
+  primaryNotProbed,
   type ReplicaFacts,
   textColumn,
 } from './flavour.js';
+import { parseBinlogState } from './mariadb-binlog-state.js';
 import { classifyMariadbAgainstPrimary } from './mariadb-classify.js';
 import { createMariadbCodec } from './mariadb-codec.js';
 import { type MariadbCompareOptions, MariadbGtidPosition } from './mariadb-gtid.js';
@@ -39,8 +41,13 @@ const POSITION_SQL = 'SELECT @@global.gtid_current_pos AS position';
  */
 const PROBE_SQL = `${POSITION_SQL}; SHOW SLAVE STATUS`;
 
+/**
+ * `gtid_binlog_state` lists the last GTID of every (domain, server) pair in the primary's binary
+ * log: it tells a transaction of a former primary that reached this one from one that never did,
+ * which the one-GTID-per-domain position cannot once the new primary's sequence has moved past it.
+ */
 const PRIMARY_PROBE_SQL =
-  'SELECT @@global.gtid_current_pos AS position, @@global.server_id AS server_id';
+  'SELECT @@global.gtid_current_pos AS position, @@global.server_id AS server_id, @@global.gtid_binlog_state AS binlog_state';
 
 /**
  * `MASTER_GTID_WAIT(pos, seconds)`: 0 once reached, -1 after the timeout. It compares with
@@ -112,9 +119,14 @@ export function createMariadbFlavour(
       const serverId = numberColumn(row['server_id']);
       if (serverId === undefined) throw new TypeError('no server_id');
       // MariaDB's verdict assumes the primary replicates from nobody (not checked: see README).
+      const binlogState = textColumn(row['binlog_state']);
       return {
         position: parsePosition(row['position']),
-        identity: { serverId, stillApplying: false },
+        identity: {
+          serverId,
+          stillApplying: false,
+          ...(binlogState === undefined ? {} : { lastSeqByServer: parseBinlogState(binlogState) }),
+        },
       };
     },
     waitSql: WAIT_SQL,
@@ -126,8 +138,11 @@ export function createMariadbFlavour(
     },
     formatForServer: (position) => position.format(),
     classify(primary, required, identity): PrimaryVerdict {
-      if (identity?.serverId === undefined) return 'ok';
-      return classifyMariadbAgainstPrimary(primary, required, identity.serverId, compareOptions);
+      if (identity?.serverId === undefined) throw primaryNotProbed();
+      return classifyMariadbAgainstPrimary(primary, required, identity.serverId, {
+        ...compareOptions,
+        lastSeqByServer: identity.lastSeqByServer,
+      });
     },
   };
 }

@@ -5,6 +5,7 @@ import {
   firstRow,
   numberColumn,
   type PrimaryVerdict,
+  primaryNotProbed,
   type ReplicaFacts,
   textColumn,
 } from './flavour.js';
@@ -140,8 +141,9 @@ export function createMysqlFlavour(): Flavour<GtidSet> {
     },
     formatForServer: (position) => position.format({ separator: ',' }),
     classify(primary, required, identity): PrimaryVerdict {
-      // Without the primary's UUID nothing can be decided; waiting and the fallback stay safe.
-      if (identity?.serverUuid === undefined) return 'ok';
+      // Without the primary's UUID nothing can be decided: fail closed (the caller maps a thrown
+      // check to "unverified", never to "ok").
+      if (identity?.serverUuid === undefined) throw primaryNotProbed();
       const verdict = classifyAgainstPrimary(primary, required, identity.serverUuid);
       // A transaction still on its way to the primary is not lost yet.
       if (verdict === 'other-history' && identity.stillApplying) return 'ok';

@@ -17,6 +17,7 @@ await router.write(session, async (db) => {
   await db.query('CREATE TABLE IF NOT EXISTS notes (id serial PRIMARY KEY, body text)');
   await db.query('INSERT INTO notes (body) VALUES ($1)', ['hello']);
 });
+await session.settled(); // what the session's reads saw, settled by one shared probe
 const token = tokens.encode(session.toTokenData()); // put it in a cookie or a header
 
 // Request 2, possibly on another server: the read sees the write, from a replica when one has it.

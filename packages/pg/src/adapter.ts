@@ -4,6 +4,7 @@ import {
   ErrorCode,
   type PositionCodec,
   PRIMARY,
+  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -152,7 +153,9 @@ class PgClusterAdapter implements PgAdapter {
     this.readTrips.operations++;
     return withClient(pool, { signal: context.signal, counter: this.readTrips }, async (client) => {
       const value = await fn(client);
-      // Taken after the callback on the same connection: at least as new as anything it saw.
+      // The router settles the position from a shared probe sent after the read (no round trip
+      // here); asked to observe, take it on the same connection: at least as new as what it saw.
+      if (context.observe === false) return { value };
       const observed = await this.observe(target, client);
       return { value, observed };
     });
@@ -202,6 +205,18 @@ class PgClusterAdapter implements PgAdapter {
       await this.learnHistory(position.timeline, client);
       return position;
     });
+  }
+
+  /**
+   * Timelines only grow, and only the primary starts new ones: a position on a timeline above
+   * the primary's was never issued by this cluster (`impossible`: forged, or another cluster's),
+   * not lost. Below that the history-aware codec decides: past a switch point is another history.
+   */
+  classifyAgainstPrimary(primary: PgPosition, required: PgPosition): PrimaryVerdict {
+    if (required.timeline > primary.timeline) return 'impossible';
+    const relation = this.codec.compare(primary, required);
+    if (relation === 'covered') return 'ok';
+    return relation === 'other-history' ? 'other-history' : 'impossible';
   }
 
   isRetryable(error: unknown): boolean {

@@ -1,4 +1,4 @@
-import type { TokenCodec } from '@tidemark/core';
+import { maybeCurrentSession, type TokenCodec } from '@tidemark/core';
 import type { Job, JobsOptions, Queue } from 'bullmq';
 import { type JobSessionOptions, runJobInSession, type StampedPayload, stampJob } from './jobs.js';
 
@@ -13,7 +13,9 @@ export async function addWithToken<T extends object>(
   codec: TokenCodec,
   options?: JobsOptions,
 ): Promise<Job> {
-  return queue.add(name, stampJob(data, codec), options);
+  // Taken before the first await, while the caller's session is still the current one.
+  const session = maybeCurrentSession();
+  return queue.add(name, await stampJob(data, codec, session), options);
 }
 
 /**

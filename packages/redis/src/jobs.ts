@@ -14,14 +14,16 @@ export type StampedPayload<T> = T & { [JOB_TOKEN_FIELD]?: string };
 
 /**
  * Copy `payload` with the session's token (signed by `codec`) stamped in, so the worker's reads
- * see the writes made before the job was enqueued. `session` defaults to the current session;
- * without one (or with an empty one) the payload is copied unchanged.
+ * see the writes (and what the reads saw) before the job was enqueued. Settles the session's
+ * pending read positions first. `session` defaults to the current session; without one (or with
+ * an empty one) the payload is copied unchanged.
  */
-export function stampJob<T extends object>(
+export async function stampJob<T extends object>(
   payload: T,
   codec: TokenCodec,
   session: Session | undefined = maybeCurrentSession(),
-): StampedPayload<T> {
+): Promise<StampedPayload<T>> {
+  await session?.settled();
   if (!session || session.clusters().length === 0) return { ...payload };
   return { ...payload, [JOB_TOKEN_FIELD]: codec.encode(session.toTokenData()) };
 }

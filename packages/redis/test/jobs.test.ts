@@ -6,10 +6,10 @@ import { counterCodec } from './support/counter-codec.js';
 const codec = new TokenCodec({ keys: [{ id: 'k', secret: 's'.repeat(32) }] });
 
 describe('job token helpers', () => {
-  it('stamps the session token and restores it in the worker', () => {
+  it('stamps the session token and restores it in the worker', async () => {
     const session = new Session();
     session.raise('main', counterCodec, 17);
-    const payload = stampJob({ orderId: 3 }, codec, session);
+    const payload = await stampJob({ orderId: 3 }, codec, session);
     expect(payload.orderId).toBe(3);
     expect(typeof payload[JOB_TOKEN_FIELD]).toBe('string');
     // Through JSON, as a queue stores it.
@@ -21,15 +21,15 @@ describe('job token helpers', () => {
     });
   });
 
-  it('leaves payloads without a session unstamped', () => {
-    expect(stampJob({ a: 1 }, codec, undefined)).toEqual({ a: 1 });
-    expect(stampJob({ a: 1 }, codec, new Session())).toEqual({ a: 1 });
+  it('leaves payloads without a session unstamped', async () => {
+    expect(await stampJob({ a: 1 }, codec, undefined)).toEqual({ a: 1 });
+    expect(await stampJob({ a: 1 }, codec, new Session())).toEqual({ a: 1 });
   });
 
-  it('gives an empty session for a missing, altered or foreign token, reporting bad ones', () => {
+  it('gives an empty session for a missing, altered or foreign token, reporting bad ones', async () => {
     const session = new Session();
     session.raise('main', counterCodec, 17);
-    const payload = stampJob({}, codec, session);
+    const payload = await stampJob({}, codec, session);
     const altered = { [JOB_TOKEN_FIELD]: `${payload[JOB_TOKEN_FIELD]}x` };
     const reasons: string[] = [];
     const onBadToken = (error: { code: string }) => reasons.push(error.code);

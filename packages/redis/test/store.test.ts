@@ -38,6 +38,8 @@ function replica(id: string, applied: number | undefined): ReplicaState<unknown>
     lagSeconds: 0,
     lagBytes: undefined,
     paused: false,
+    history: 'current',
+    behindPrimarySince: undefined,
     sampledAt: 0,
     failures: 0,
     lastError: undefined,

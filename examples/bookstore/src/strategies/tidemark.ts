@@ -34,7 +34,8 @@ export async function createTidemarkStrategy<P, C>(
     const cookie = cookies.get(customer);
     return Session.fromToken(cookie === undefined ? undefined : tokens.decode(cookie));
   };
-  const remember = (customer: number, session: Session): void => {
+  const remember = async (customer: number, session: Session): Promise<void> => {
+    await session.settled();
     if (session.clusters().length > 0) cookies.set(customer, tokens.encode(session.toTokenData()));
   };
 
@@ -49,14 +50,14 @@ export async function createTidemarkStrategy<P, C>(
     async write(customer, fn) {
       const session = sessionOf(customer);
       const value = await router.write(session, fn);
-      remember(customer, session);
+      await remember(customer, session);
       return value;
     },
     async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
       const session = sessionOf(customer);
       waitedThisRead = undefined;
       const { value, decision } = await router.readDetailed(session, fn);
-      remember(customer, session);
+      await remember(customer, session);
       return {
         value,
         target: decision.target === 'primary' ? 'primary' : 'replica',

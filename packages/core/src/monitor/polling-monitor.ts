@@ -1,11 +1,14 @@
+import type { PrimaryVerdict } from '../adapter.js';
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigError } from '../errors.js';
 import { Emitter } from '../events.js';
 import type { PositionCodec } from '../position.js';
+import { PrimarySamples } from './primary-samples.js';
 import type {
   MonitorEvents,
   ProbeContext,
   ProbeResult,
+  ReplicaHistory,
   ReplicaMonitor,
   ReplicaState,
 } from './types.js';
@@ -15,8 +18,20 @@ export interface PollingMonitorOptions<P> {
   /** Replica ids, in the order selection policies see them. */
   replicas: readonly string[];
   probe: (id: string, context: ProbeContext<P>) => Promise<ProbeResult<P>>;
-  /** Probe of the primary's current position; enables lag bytes and impossible-token checks. */
+  /**
+   * Probe of the primary's current position; enables lag bytes, impossible-token checks, and the
+   * replica history and staleness checks (invariant 9). Without it replicas are `unchecked`.
+   */
   probePrimary?: (context: { signal: AbortSignal }) => Promise<P>;
+  /**
+   * The adapter's judgement of a position the primary's sample does not cover (see
+   * `Adapter.classifyAgainstPrimary`). Used to tell a replica that is merely ahead of an older
+   * primary sample (`ok`, `impossible`) from one holding changes the primary never had
+   * (`other-history`: diverged). Default: the codec's comparison alone.
+   */
+  classifyAgainstPrimary?:
+    | ((primary: P, applied: P) => PrimaryVerdict | Promise<PrimaryVerdict>)
+    | undefined;
   /** Time between probes of a healthy replica. Default 200 ms. */
   intervalMs?: number;
   /** A probe slower than this counts as failed. Default 1000 ms. */
@@ -32,6 +47,10 @@ interface Slot<P> {
   state: ReplicaState<P>;
   timer: ReturnType<typeof setTimeout> | undefined;
   inFlight: Promise<void> | undefined;
+  /** Send ticket of the probe in flight. */
+  inFlightTicket: number;
+  /** Send ticket of the probe behind the current state. */
+  sampledTicket: number;
 }
 
 /**
@@ -42,17 +61,29 @@ interface Slot<P> {
 export class PollingMonitor<P> implements ReplicaMonitor<P> {
   readonly events = new Emitter<MonitorEvents<P>>();
   private readonly options: Required<
-    Omit<PollingMonitorOptions<P>, 'probePrimary' | 'clock' | 'codec' | 'replicas' | 'probe'>
+    Omit<
+      PollingMonitorOptions<P>,
+      'probePrimary' | 'clock' | 'codec' | 'replicas' | 'probe' | 'classifyAgainstPrimary'
+    >
   >;
   private readonly codec: PositionCodec<P>;
   private readonly probeFn: PollingMonitorOptions<P>['probe'];
   private readonly probePrimaryFn: PollingMonitorOptions<P>['probePrimary'];
+  private readonly classify: PollingMonitorOptions<P>['classifyAgainstPrimary'];
+  /** Present when the primary is sampled: the yardstick for history and staleness. */
+  private readonly primarySamples: PrimarySamples<P> | undefined;
   private readonly clock: Clock;
   private readonly slots: Slot<P>[];
   private readonly byId = new Map<string, Slot<P>>();
   private snapshot: ReadonlyArray<ReplicaState<P>>;
   private primary: P | undefined;
   private primaryTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The latest primary probe in flight and its send ticket. */
+  private primaryInFlight: { promise: Promise<P | undefined>; ticket: number } | undefined;
+  /** Send ticket of the latest primary probe that answered. */
+  private primarySampledTicket = -1;
+  /** Probes sent so far: the logical clock behind {@link PollingMonitor.ticket}. */
+  private sends = 0;
   private running = false;
   private closed = false;
 
@@ -78,7 +109,10 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     this.codec = options.codec;
     this.probeFn = options.probe;
     this.probePrimaryFn = options.probePrimary;
+    this.classify = options.classifyAgainstPrimary;
+    this.primarySamples = options.probePrimary ? new PrimarySamples(options.codec) : undefined;
     this.clock = options.clock ?? systemClock;
+    const history: ReplicaHistory = this.primarySamples ? 'unknown' : 'unchecked';
     this.slots = options.replicas.map((id) => ({
       state: {
         id,
@@ -87,12 +121,16 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
         lagSeconds: undefined,
         lagBytes: undefined,
         paused: false,
+        history,
+        behindPrimarySince: undefined,
         sampledAt: Number.NEGATIVE_INFINITY,
         failures: 0,
         lastError: undefined,
       },
       timer: undefined,
       inFlight: undefined,
+      inFlightTicket: -1,
+      sampledTicket: -1,
     }));
     for (const slot of this.slots) this.byId.set(slot.state.id, slot);
     this.snapshot = this.slots.map((s) => s.state);
@@ -131,14 +169,77 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     await Promise.all(targets.map((slot) => this.probeSlot(slot)));
   }
 
-  async refreshPrimary(): Promise<P | undefined> {
+  /** Always a new probe: its answer is at least the primary's position at the time of the call. */
+  refreshPrimary(): Promise<P | undefined> {
+    const ticket = ++this.sends;
+    const promise = this.probePrimaryOnce(ticket).finally(() => {
+      if (this.primaryInFlight?.promise === promise) this.primaryInFlight = undefined;
+    });
+    this.primaryInFlight = { promise, ticket };
+    return promise;
+  }
+
+  ticket(): number {
+    return this.sends;
+  }
+
+  async appliedAfter(id: string, ticket: number): Promise<P> {
+    const slot = this.byId.get(id);
+    if (!slot) throw new ConfigError(`Unknown replica "${id}".`);
+    // At most: the probe in flight (if sent too early) and one more.
+    for (let round = 0; round < 3; round++) {
+      const state = slot.state;
+      if (state.reachable && slot.sampledTicket > ticket && state.applied !== undefined) {
+        return state.applied;
+      }
+      if (slot.inFlight) {
+        const lateEnough = slot.inFlightTicket > ticket;
+        await slot.inFlight;
+        if (lateEnough && !slot.state.reachable) break;
+        continue;
+      }
+      await this.probeSlot(slot);
+      if (!slot.state.reachable) break;
+    }
+    const state = slot.state;
+    if (state.reachable && slot.sampledTicket > ticket && state.applied !== undefined) {
+      return state.applied;
+    }
+    throw state.lastError instanceof Error
+      ? state.lastError
+      : new Error(`Replica "${id}" did not answer a probe.`);
+  }
+
+  async primaryAfter(ticket: number): Promise<P> {
+    let failure: unknown;
+    for (let round = 0; round < 2; round++) {
+      if (this.primarySampledTicket > ticket && this.primary !== undefined) return this.primary;
+      const inFlight = this.primaryInFlight;
+      try {
+        // Share a probe sent late enough; otherwise send one (it is late enough by construction).
+        await (inFlight && inFlight.ticket > ticket ? inFlight.promise : this.refreshPrimary());
+      } catch (error) {
+        failure = error;
+      }
+    }
+    if (this.primarySampledTicket > ticket && this.primary !== undefined) return this.primary;
+    throw failure instanceof Error ? failure : new Error('The primary did not answer a probe.');
+  }
+
+  private async probePrimaryOnce(ticket: number): Promise<P | undefined> {
     if (!this.probePrimaryFn) return this.primary;
     const controller = new AbortController();
     const position = await this.withTimeout(
       this.probePrimaryFn({ signal: controller.signal }),
       controller,
     );
+    if (this.closed) return this.primary;
+    // Seen when the answer arrived: the primary held this position by then at the latest.
+    this.primarySamples?.note(position, this.clock.now());
     this.observePrimary(position);
+    this.primarySampledTicket = Math.max(this.primarySampledTicket, ticket);
+    // A new yardstick: every replica's history verdict and freshness may have changed.
+    for (const slot of this.slots) this.reassess(slot);
     return this.primary;
   }
 
@@ -150,7 +251,7 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     // Merge, not replace: a set-shaped position (a GTID set) from one read or wait can be new
     // and still lack what the view already held.
     const next = current === undefined ? applied : this.codec.merge(current, applied);
-    this.update(slot, { ...slot.state, applied: next });
+    this.update(slot, { ...slot.state, applied: next, ...this.judge(slot, next) });
   }
 
   observePrimary(position: P): void {
@@ -208,15 +309,18 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   /** One probe at a time per replica; concurrent callers share the one in flight. */
   private probeSlot(slot: Slot<P>): Promise<void> {
     if (slot.inFlight) return slot.inFlight;
+    const startedAt = this.clock.now();
+    const ticket = ++this.sends;
+    slot.inFlightTicket = ticket;
     const run = async () => {
       const controller = new AbortController();
-      const startedAt = this.clock.now();
       try {
         const result = await this.withTimeout(
           this.probeFn(slot.state.id, { signal: controller.signal, primary: this.primary }),
           controller,
         );
         this.accept(slot, result, startedAt);
+        slot.sampledTicket = Math.max(slot.sampledTicket, ticket);
       } catch (error) {
         if (this.closed) return;
         this.update(slot, {
@@ -251,11 +355,76 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
       lagSeconds: result.lagSeconds,
       lagBytes: result.lagBytes,
       paused: result.paused ?? false,
+      ...this.judge(slot, applied),
       // The sample is as old as the moment the probe was sent, not when its answer arrived.
       sampledAt: startedAt,
       failures: 0,
       lastError: undefined,
     });
+  }
+
+  /** Re-judge a replica against the latest primary sample; updates only when something moved. */
+  private reassess(slot: Slot<P>): void {
+    const applied = slot.state.applied;
+    if (applied === undefined) return;
+    const judged = this.judge(slot, applied);
+    if (
+      judged.history !== slot.state.history ||
+      judged.behindPrimarySince !== slot.state.behindPrimarySince
+    ) {
+      this.update(slot, { ...slot.state, ...judged });
+    }
+  }
+
+  /**
+   * History verdict and primary-side freshness of `applied` (invariant 9). Synchronous verdicts
+   * apply at once. An asynchronous one (an adapter that must look at the primary) keeps a
+   * `current` replica current while it runs, provided the replica only moved forward on its own
+   * line, and otherwise leaves it `unknown` (not readable) until the answer arrives.
+   */
+  private judge(
+    slot: Slot<P>,
+    applied: P,
+  ): { history: ReplicaHistory; behindPrimarySince: number | undefined } {
+    const samples = this.primarySamples;
+    if (!samples) return { history: 'unchecked', behindPrimarySince: undefined };
+    const primary = samples.latest();
+    if (primary === undefined) return { history: 'unknown', behindPrimarySince: undefined };
+    const behindPrimarySince = samples.behindSince(applied);
+    const relation = this.codec.compare(primary, applied);
+    if (relation === 'covered') return { history: 'current', behindPrimarySince };
+    if (relation === 'other-history') return { history: 'diverged', behindPrimarySince };
+    // The replica holds something the primary's sample lacks: an older sample, or changes the
+    // primary never had. Only the adapter can tell which.
+    if (!this.classify) return { history: 'current', behindPrimarySince };
+    let verdict: PrimaryVerdict | Promise<PrimaryVerdict>;
+    try {
+      verdict = this.classify(primary, applied);
+    } catch {
+      return { history: 'unknown', behindPrimarySince };
+    }
+    if (!(verdict instanceof Promise)) {
+      return {
+        history: verdict === 'other-history' ? 'diverged' : 'current',
+        behindPrimarySince,
+      };
+    }
+    const previous = slot.state;
+    verdict.then(
+      (answer) =>
+        this.settleVerdict(slot, applied, answer === 'other-history' ? 'diverged' : 'current'),
+      () => this.settleVerdict(slot, applied, 'unknown'),
+    );
+    const movedForward =
+      previous.history === 'current' &&
+      previous.applied !== undefined &&
+      this.codec.compare(applied, previous.applied) === 'covered';
+    return { history: movedForward ? 'current' : 'unknown', behindPrimarySince };
+  }
+
+  private settleVerdict(slot: Slot<P>, applied: P, history: ReplicaHistory): void {
+    if (this.closed || slot.state.applied !== applied || slot.state.history === history) return;
+    this.update(slot, { ...slot.state, history });
   }
 
   private update(slot: Slot<P>, next: ReplicaState<P>): void {
@@ -264,6 +433,9 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     this.snapshot = this.slots.map((s) => s.state);
     this.events.emit('state', next);
     if (before.reachable !== next.reachable) this.events.emit('reachability', next);
+    if (before.history !== next.history) {
+      this.events.emit('history', { id: next.id, history: next.history, previous: before.history });
+    }
   }
 
   private withTimeout<T>(promise: Promise<T>, controller: AbortController): Promise<T> {

@@ -20,6 +20,21 @@ export interface ProbeContext<P> {
   readonly primary: P | undefined;
 }
 
+/**
+ * Whether a replica is on the current primary's history (invariant 9):
+ *
+ * - `current`: its applied position is part of the primary's history (equal, behind, or ahead of
+ *   the last primary sample on the same line).
+ * - `diverged`: it holds changes the primary's history does not have (a replica left on the old
+ *   history after a failover, errant transactions). It serves no reads until it is rebuilt or
+ *   re-pointed and reports a compatible position again.
+ * - `unknown`: no verdict yet (no primary sample, or the check could not run). Not readable:
+ *   fail closed (invariant 10).
+ * - `unchecked`: the monitor has no way to sample the primary, so it cannot judge; correctness
+ *   then rests on tokens alone, and staleness on the replica's own lag report.
+ */
+export type ReplicaHistory = 'current' | 'diverged' | 'unknown' | 'unchecked';
+
 /** The monitor's view of one replica. Immutable: a new object replaces it on every change. */
 export interface ReplicaState<P> {
   readonly id: string;
@@ -30,6 +45,15 @@ export interface ReplicaState<P> {
   readonly lagSeconds: number | undefined;
   readonly lagBytes: number | undefined;
   readonly paused: boolean;
+  /** See {@link ReplicaHistory}. */
+  readonly history: ReplicaHistory;
+  /**
+   * Clock time (ms) since which the replica has lacked something the primary had, measured
+   * against the primary's own samples (not against what the replica happened to receive);
+   * undefined when it has everything the primary was last seen with. Staleness is at least
+   * `now - behindPrimarySince`.
+   */
+  readonly behindPrimarySince: number | undefined;
   /** Clock time (ms) of the sample this state comes from; -Infinity before the first one. */
   readonly sampledAt: number;
   /** Consecutive failed probes or reads. */
@@ -49,6 +73,8 @@ export interface MonitorEvents<P> {
   'history-change': (event: { id: string; previous: P; next: P }) => void;
   /** The primary's sampled position. */
   primary: (position: P) => void;
+  /** A replica's history verdict changed (for example it was found `diverged`). */
+  history: (event: { id: string; history: ReplicaHistory; previous: ReplicaHistory }) => void;
 }
 
 /**
@@ -76,6 +102,20 @@ export interface ReplicaMonitor<P> {
   refresh(id?: string): Promise<void>;
   /** Probe the primary now and return its position, when the monitor can. */
   refreshPrimary(): Promise<P | undefined>;
+  /**
+   * A point in the order of probe sends: a probe sent after this call has a later ticket. Take one
+   * when a read finishes; {@link ReplicaMonitor.appliedAfter} then accepts only probes sent after.
+   */
+  ticket(): number;
+  /**
+   * The replica's applied position from a probe sent after `ticket` was taken: an upper bound
+   * of anything a read that had finished by then saw on it (replay only moves forward). A probe
+   * already sent late enough is shared, so one probe settles every read that finished before it
+   * was sent. Rejects when the replica does not answer.
+   */
+  appliedAfter(id: string, ticket: number): Promise<P>;
+  /** Like {@link ReplicaMonitor.appliedAfter} for the primary's position. */
+  primaryAfter(ticket: number): Promise<P>;
   /** Begin background polling. Idempotent. */
   start(): void;
   /** Stop polling and release timers. Idempotent. */

@@ -133,7 +133,12 @@ export async function runSchedule(
     let writes = 0;
     for (const step of steps) {
       if (schedule.tokenRoundTrip) {
-        session = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
+        // As a carrier does: settle, then encode. A settle that fails keeps the session as it is
+        // (the app would answer this request with an error and keep its old cookie).
+        await session.settled().catch(() => undefined);
+        if (!session.unsettled) {
+          session = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
+        }
       }
       if (step.kind === 'think') {
         await simulator.clock.sleep(step.ms);

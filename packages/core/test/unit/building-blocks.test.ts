@@ -35,6 +35,8 @@ function state(
     lagSeconds: 0,
     lagBytes: undefined,
     paused: false,
+    history: 'current',
+    behindPrimarySince: undefined,
     sampledAt: NOW,
     failures: 0,
     lastError: undefined,

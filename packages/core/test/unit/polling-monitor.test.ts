@@ -78,6 +78,8 @@ describe('initial state and configuration', () => {
       lagSeconds: undefined,
       lagBytes: undefined,
       paused: false,
+      history: 'unknown',
+      behindPrimarySince: undefined,
       sampledAt: Number.NEGATIVE_INFINITY,
       failures: 0,
       lastError: undefined,

@@ -18,19 +18,70 @@ describe('monotonic reads', () => {
     expect(cpText(f.router.monitor.state(decision.target)?.applied)).toBe('1.15');
   });
 
-  it('without an observed position, probes the node after the read and raises to that', async () => {
+  it('without an observed position, settles from a probe of the node sent after the read', async () => {
     const f = await routerFixture();
     f.adapter.setAll({ applied: cp('1.15'), observed: null });
     const probesBefore = f.adapter.probeCount('r1');
     const session = new Session();
     const { decision } = await f.read(session);
     expect(decision.target).toBe('r1');
+    // Deferred: nothing was probed yet, and the token cannot be taken before settling.
+    expect(session.unsettled).toBe(true);
+    expect(f.adapter.probeCount('r1')).toBe(probesBefore);
+    expect(() => session.toTokenData()).toThrow(
+      expect.objectContaining({ code: 'TIDEMARK_UNSETTLED' }),
+    );
+    await f.clock.run(session.settled());
     // Not the monitor's pre-read sample (1.10): a probe sent after the read.
     expect(session.positionText('default')).toBe('1.15');
     expect(f.adapter.probeCount('r1')).toBe(probesBefore + 1);
     const probe = f.adapter.calls.probes.at(-1)!;
     expect(probe.target).toBe('r1');
     expect(probe.at).toBeGreaterThanOrEqual(f.adapter.calls.reads.at(-1)!.at);
+  });
+
+  it("settle: 'immediate' settles before the read returns (the same shared probe)", async () => {
+    const f = await routerFixture({ router: { settle: 'immediate' } });
+    f.adapter.setAll({ applied: cp('1.15'), observed: null });
+    const session = new Session();
+    await f.read(session);
+    expect(session.unsettled).toBe(false);
+    expect(session.positionText('default')).toBe('1.15');
+  });
+
+  it('one probe settles many reads that finished before it was sent', async () => {
+    const f = await routerFixture();
+    f.adapter.setAll({ applied: cp('1.15'), observed: null });
+    const sessions = Array.from({ length: 8 }, () => new Session());
+    for (const session of sessions) await f.read(session);
+    const probesBefore = f.adapter.calls.probes.length;
+    await f.clock.run(Promise.all(sessions.map((s) => s.settled())));
+    // Both replicas served reads (or one did): at most one probe per replica.
+    expect(f.adapter.calls.probes.length - probesBefore).toBeLessThanOrEqual(2);
+    expect(sessions.map((s) => s.positionText('default'))).toEqual(Array(8).fill('1.15'));
+  });
+
+  it('the next read on the same replica needs no settling; one elsewhere settles first', async () => {
+    const f = await routerFixture({ router: { selection: 'round-robin' } });
+    f.adapter.setAll({ observed: null });
+    const session = new Session();
+    const first = await f.read(session);
+    const probes = f.adapter.calls.probes.length;
+    const second = await f.read(session);
+    // Stuck to the pending replica: monotonic by itself, no probe spent.
+    expect(second.decision.target).toBe(first.decision.target);
+    expect(f.adapter.calls.probes.length).toBe(probes);
+    // That replica becomes unhealthy: the next read goes elsewhere and settles before routing.
+    f.adapter.replica(first.decision.target).applied = cp('1.30');
+    f.adapter.replica(first.decision.target).reachable = false;
+    f.router.monitor.reportFailure(first.decision.target, new Error('down'));
+    f.adapter.primary.position = cp('1.30');
+    f.adapter.replica(first.decision.target === 'r1' ? 'r2' : 'r1').applied = cp('1.30');
+    await f.clock.run(f.router.monitor.refresh(first.decision.target === 'r1' ? 'r2' : 'r1'));
+    const third = await f.read(session);
+    expect(third.decision.target).not.toBe(first.decision.target);
+    // Settled to the primary (the pending replica did not answer), so the read needed 1.30.
+    expect(session.positionText('default')).not.toBeUndefined();
   });
 
   it("when the post-read probe fails, raises to the primary's position (errs toward fresh)", async () => {
@@ -45,6 +96,7 @@ describe('monotonic reads', () => {
     });
     const { decision } = await f.clock.run(read);
     expect(decision.target).toBe('r1');
+    await f.clock.run(session.settled());
     expect(session.positionText('default')).toBe('1.20');
   });
 
@@ -56,8 +108,9 @@ describe('monotonic reads', () => {
     f.adapter.setAll({ observed: null });
     f.adapter.holdProbes('r1');
     f.adapter.holdProbes('r2');
-    const read = f.router.readDetailed(new Session(), async () => 'x');
-    const outcome = await f.clock.run(read, 600_000, 2_000).then(
+    const session = new Session();
+    await f.clock.run(f.router.readDetailed(session, async () => 'x'));
+    const outcome = await f.clock.run(session.settled(), 600_000, 2_000).then(
       () => 'settled',
       (error: unknown) => String(error),
     );

@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ErrorCode, OtherHistoryError, Session, TokenError } from '../../src/index.js';
+import {
+  ErrorCode,
+  HistoryUnverifiedError,
+  OtherHistoryError,
+  Session,
+  TokenError,
+} from '../../src/index.js';
 import { counterCodec } from '../support/counter-codec.js';
 import { cp, cpText, ScriptedConnectionError } from '../support/scripted-adapter.js';
 import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
@@ -109,7 +115,7 @@ describe('impossible position (ahead of the primary)', () => {
     expect(f.router.metrics().otherHistory).toBe(1);
   });
 
-  it('a classifier that throws cannot refute the token: the read falls back to the primary', async () => {
+  it('a classifier that throws fails closed: a typed retryable error, the session untouched', async () => {
     const f = await routerFixture({
       router: { wait: { budgetMs: 0 } },
       configure: (adapter) =>
@@ -119,10 +125,36 @@ describe('impossible position (ahead of the primary)', () => {
           },
         }),
     });
-    const { decision } = await f.read(sessionAt('1.50'));
-    expect(decision.reason).toBe('primary-fallback');
-    expect(f.router.metrics().otherHistory).toBe(0);
-    expect(f.router.metrics().badTokens).toBe(0);
+    const session = sessionAt('1.50');
+    const error = await f.read(session).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HistoryUnverifiedError);
+    expect(error).toMatchObject({ code: ErrorCode.HistoryUnverified, retryable: true });
+    expect(session.positionText('default')).toBe(sessionAt('1.50').positionText('default'));
+    expect(f.router.metrics()).toMatchObject({
+      otherHistory: 0,
+      badTokens: 0,
+      historyUnverified: 1,
+    });
+    expect(f.adapter.readTargets()).toEqual([]);
+  });
+
+  it("a failed check under otherHistory 'primary' reads the primary and does not raise the session", async () => {
+    const f = await routerFixture({
+      router: { wait: { budgetMs: 0 }, otherHistory: 'primary' },
+      configure: (adapter) =>
+        Object.assign(adapter, {
+          classifyAgainstPrimary: () => {
+            throw new Error('check failed');
+          },
+        }),
+    });
+    // Moved on after the monitor's sample (1.10), so the check has to ask, and then fails.
+    f.adapter.primary.position = cp('1.60');
+    const session = sessionAt('1.50');
+    const { decision } = await f.read(session);
+    expect(decision).toMatchObject({ target: 'primary', reason: 'primary-history-unverified' });
+    // The primary read observed 1.60; raising to it would vouch for a position nobody checked.
+    expect(cpText(session.position('default', f.router.codec))).toBe('1.50');
   });
 
   it('a stale primary sample alone does not make a genuine token impossible', async () => {
@@ -135,7 +167,7 @@ describe('impossible position (ahead of the primary)', () => {
     expect(cpText(f.router.monitor.primaryPosition())).toBe('1.50');
   });
 
-  it('an unreachable primary cannot refute a token: the read waits as usual', async () => {
+  it('an unreachable primary still lets a replica that catches up serve the read', async () => {
     const f = await routerFixture();
     f.adapter.primary.reachable = false;
     f.clock.at(20, () => {
@@ -144,6 +176,15 @@ describe('impossible position (ahead of the primary)', () => {
     const { decision } = await f.read(sessionAt('1.12'));
     expect(decision.reason).toBe('replica-waited');
     expect(f.router.metrics().badTokens).toBe(0);
+  });
+
+  it('an unreachable primary and no replica in time: HistoryUnverifiedError, never a fallback', async () => {
+    const f = await routerFixture();
+    f.adapter.primary.reachable = false;
+    const error = await f.read(sessionAt('1.12')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HistoryUnverifiedError);
+    expect(f.adapter.readTargets()).toEqual([]);
+    expect(f.events.decision).toEqual([]);
   });
 
   // Regression: after an impossible token is ignored, the retry path still plans with the
@@ -207,7 +248,10 @@ describe('position from another history', () => {
       },
     });
     const { decision } = await f.read(sessionAt('2.12'));
-    expect(decision).toMatchObject({ target: 'primary', reason: 'primary-fallback' });
+    // Replicas on the old history are excluded from routing (invariant 9), so none is healthy.
+    expect(decision).toMatchObject({ target: 'primary', reason: 'primary-no-replica' });
     expect(f.router.metrics().otherHistory).toBe(0);
+    expect(f.router.metrics().replicasDiverged).toBe(2);
+    expect(f.router.monitor.states().map((s) => s.history)).toEqual(['diverged', 'diverged']);
   });
 });

@@ -22,6 +22,8 @@ function replica(id: string, lagSeconds?: number): ReplicaState<unknown> {
     lagSeconds,
     lagBytes: undefined,
     paused: false,
+    history: 'current',
+    behindPrimarySince: undefined,
     sampledAt: 0,
     failures: 0,
     lastError: undefined,

@@ -135,3 +135,83 @@ describe('Session and tokens', () => {
     expect(Object.keys(session.toTokenData().positions)).toEqual(['__proto__']);
   });
 });
+
+// Regression (issue 15, 2b): fromToken took any shape. `{ positions: null }` threw an untyped
+// TypeError and `{ positions: 'main' }` produced clusters "0".."3".
+describe('Session.fromToken validates its input', () => {
+  function codeOf(fn: () => unknown): string {
+    try {
+      fn();
+    } catch (error) {
+      if (error instanceof TokenError) return error.code;
+      return `untyped ${(error as Error).name}`;
+    }
+    return 'accepted';
+  }
+  const from = (data: unknown) => () => Session.fromToken(data as never);
+
+  it('refuses positions that are not a plain object, with a message that says what to do', () => {
+    expect(codeOf(from({ positions: null, issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ positions: 'main', issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ positions: ['1.5'], issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from('tm1~0~main~1.5'))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from(42))).toBe(ErrorCode.TokenMalformed);
+    const error = (() => {
+      try {
+        Session.fromToken({ positions: null } as never);
+      } catch (caught) {
+        return caught as TokenError;
+      }
+      throw new Error('accepted');
+    })();
+    expect(error.message).toMatch(/TokenCodec\.decode/);
+  });
+
+  it('refuses position texts that are not strings', () => {
+    expect(codeOf(from({ positions: { main: 5 }, issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ positions: { main: null }, issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ positions: { main: { seq: 1 } }, issuedAt: 0 }))).toBe(
+      ErrorCode.TokenMalformed,
+    );
+  });
+
+  it('refuses invalid cluster names', () => {
+    expect(codeOf(from({ positions: { 'a b': '1.5' }, issuedAt: 0 }))).toBe(
+      ErrorCode.TokenMalformed,
+    );
+    expect(codeOf(from({ positions: { '': '1.5' }, issuedAt: 0 }))).toBe(ErrorCode.TokenMalformed);
+    expect(codeOf(from({ positions: { ['x'.repeat(65)]: '1.5' }, issuedAt: 0 }))).toBe(
+      ErrorCode.TokenMalformed,
+    );
+  });
+
+  it('refuses more clusters than the limit (default 64, or the given maxClusters)', () => {
+    const many = (n: number) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`c${i}`, '1.1']));
+    expect(codeOf(from({ positions: many(65), issuedAt: 0 }))).toBe(ErrorCode.TokenTooLarge);
+    expect(Session.fromToken({ positions: many(64), issuedAt: 0 }).clusters()).toHaveLength(64);
+    expect(
+      codeOf(() => Session.fromToken({ positions: many(3), issuedAt: 0 }, { maxClusters: 2 })),
+    ).toBe(ErrorCode.TokenTooLarge);
+    // A codec's own limit, passed through, accepts what the codec accepted.
+    const tokens = new TokenCodec({ maxClusters: 100 });
+    const big = tokens.decode(tokens.encode({ positions: many(80) }));
+    expect(Session.fromToken(big, { maxClusters: tokens.maxClusters }).clusters()).toHaveLength(80);
+  });
+
+  it('still accepts what TokenCodec.decode returns, undefined and null', () => {
+    const tokens = new TokenCodec();
+    const data = tokens.decode(tokens.encode({ positions: { a: '1.5', __proto__x: '2.1' } }));
+    expect(Session.fromToken(data).toTokenData()).toEqual({
+      positions: { a: '1.5', __proto__x: '2.1' },
+    });
+    expect(Session.fromToken(undefined).clusters()).toEqual([]);
+    expect(Session.fromToken(null as never).clusters()).toEqual([]);
+    // Texts stay opaque here: the router decodes them with the cluster's codec (and applies its
+    // bad-token policy), so a string that is not a position is still accepted.
+    expect(Session.fromToken({ positions: { a: '%%%' }, issuedAt: 0 }).positionText('a')).toBe(
+      '%%%',
+    );
+  });
+});

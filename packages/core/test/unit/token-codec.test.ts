@@ -100,6 +100,11 @@ describe('round trip', () => {
       ErrorCode.TokenTooLarge,
     );
   });
+
+  it('exposes maxClusters, so a Session.fromToken of its output can use the same limit', () => {
+    expect(codec().maxClusters).toBe(16);
+    expect(codec({ maxClusters: 40 }).maxClusters).toBe(40);
+  });
 });
 
 describe('signatures', () => {

@@ -36,7 +36,7 @@ app.post('/orders', async (request, response) => {
   if (request.query['job'] === '1') {
     // The control enqueues the same job without the token.
     const data = { user };
-    const payload = request.query['stamp'] === '0' ? data : stampJob(data, jobTokens);
+    const payload = request.query['stamp'] === '0' ? data : await stampJob(data, jobTokens);
     jobId = (await queue.add('my-orders', payload)).id;
   }
   response.status(201).json({ id, jobId });

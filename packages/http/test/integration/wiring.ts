@@ -63,6 +63,8 @@ export function createCarrier(codecs: { main: unknown }, redis: Redis | undefine
     : undefined;
   return new TokenCarrier({
     codec,
+    // The carrier merges header, cookie and store with the cluster's codec.
+    codecs: codecs as RedisTokenStore['codecs'],
     lifetimeSeconds: tokenLifetimeSeconds(HEALTH),
     logger: false,
     ...(store ? { store } : {}),

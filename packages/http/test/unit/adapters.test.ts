@@ -75,6 +75,23 @@ describe.each(FRAMEWORKS)('%s adapter', (framework) => {
     expect(await otherDevice.json()).toEqual({ clusters: ['main'], main: '99' });
   });
 
+  // Regression (issue 15, finding 5): the header's older token won over the cookie's newer
+  // one, the read missed the write, and the response lowered the cookie.
+  it('merges an older header token with a newer cookie token and never lowers the cookie', async () => {
+    const headers = {
+      'x-tidemark-token': codec.encode({ positions: { main: '5' } }),
+      cookie: `tidemark=${codec.encode({ positions: { main: '9' } })}`,
+    };
+    const peek = await fetch(`${server.url}/peek`, { headers });
+    expect(await peek.json()).toEqual({ clusters: ['main'], main: '9' });
+    // A write whose position (7) lies below what the cookie carried.
+    const raised = await fetch(`${server.url}/raise?to=7`, { method: 'POST', headers });
+    const cookieToken = (raised.headers.get('set-cookie') ?? '').split(';')[0]?.slice(9) ?? '';
+    expect(codec.decode(cookieToken).positions).toEqual({ main: '9' });
+    const headerToken = raised.headers.get('x-tidemark-token') ?? '';
+    expect(codec.decode(headerToken).positions).toEqual({ main: '9' });
+  });
+
   it('rejects a bad token with 400 under badToken: reject, and counts it', async () => {
     const response = await fetch(`${strictServer.url}/peek`, {
       headers: { cookie: 'tidemark=tm1~garbage' },
@@ -149,6 +166,44 @@ describe('forwarding fetch', () => {
         (await fetch(`${downstream.url}/peek`)).json(),
       );
       expect(plain).toEqual({ clusters: [], main: null });
+    } finally {
+      await downstream.close();
+    }
+  });
+});
+
+describe('forwarding fetch with an explicit token header', () => {
+  // A token the caller sets itself (say, relayed from its own client) is merged with the
+  // session's, never replaced by a lower one.
+  it('forwards the merge of the session and the explicit token', async () => {
+    const downstreamCarrier = new TokenCarrier({ codec, logger: false, cookie: false });
+    const downstream = await startServer('express', downstreamCarrier);
+    const forwardingFetch = createForwardingFetch({
+      codec,
+      routers: [{ cluster: 'main', codec: counterCodec as never }],
+    });
+    try {
+      const session = new Session();
+      session.raise('main', counterCodec, 12);
+      const explicit = codec.encode({ positions: { main: '20' } });
+      const seen = await runWithSession(session, async () =>
+        (
+          await forwardingFetch(`${downstream.url}/peek`, {
+            headers: { 'x-tidemark-token': explicit },
+          })
+        ).json(),
+      );
+      expect(seen).toEqual({ clusters: ['main'], main: '20' });
+      // Lower explicit token: the session's higher one goes.
+      const lower = codec.encode({ positions: { main: '3' } });
+      const seenLower = await runWithSession(session, async () =>
+        (
+          await forwardingFetch(`${downstream.url}/peek`, {
+            headers: { 'x-tidemark-token': lower },
+          })
+        ).json(),
+      );
+      expect(seenLower).toEqual({ clusters: ['main'], main: '12' });
     } finally {
       await downstream.close();
     }

@@ -98,6 +98,7 @@ describe('TokenCarrier', () => {
     const lines: string[] = [];
     const carrier = new TokenCarrier({
       codec: new TokenCodec(),
+      codecs: { main: counterCodec as never },
       logger: { warn: (line) => lines.push(line) },
       logMemory: 2,
     });

@@ -63,9 +63,9 @@ describe('createMysqlAdapter options', () => {
     const adapter = createMysqlAdapter({ flavour: 'mysql', primary: url, replicas: {} });
     const empty = adapter.codec.decode('0');
     const some = adapter.codec.decode('PhH6R3HKEeGeM8gKqUKVYg1-9ix');
-    // Without the primary's UUID a missing transaction cannot be judged: the safe answer lets
-    // the router wait and fall back (never serve it from a replica).
-    expect(adapter.classifyAgainstPrimary(empty, some)).toBe('ok');
+    // Without the primary's UUID a missing transaction cannot be judged: the check fails, which
+    // the router and the monitor treat as "unverified" (fail closed), never as "ok".
+    expect(() => adapter.classifyAgainstPrimary(empty, some)).toThrow(/not been probed/);
     await adapter.close();
   });
 });

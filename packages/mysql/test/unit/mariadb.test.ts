@@ -8,6 +8,8 @@ import {
   MariadbGtidPosition,
   mergeMariadbPositions,
 } from '../../src/index.js';
+import { parseBinlogState } from '../../src/mariadb-binlog-state.js';
+import { classifyMariadbAgainstPrimary } from '../../src/mariadb-classify.js';
 
 const pos = (text: string) => MariadbGtidPosition.parse(text);
 
@@ -208,5 +210,37 @@ describe('createMariadbCodec', () => {
     expect(codec.decode(codec.encode(pos('0-1-9'))).format()).toBe('0-1-9');
     const lenient = createMariadbCodec({ strictMode: false });
     expect(lenient.compare(pos('0-2-9'), pos('0-1-9'))).toBe('covered');
+  });
+});
+
+describe('classifyMariadbAgainstPrimary with the primary binary log state', () => {
+  const pos = (text: string) => MariadbGtidPosition.parse(text);
+  // New primary: server 3; it logged server 1's transactions up to 0-1-6 before the failover.
+  const state = parseBinlogState('0-1-6,0-3-10');
+
+  it('a former primary GTID past what the new primary logged from it is lost, even below its sequence', () => {
+    expect(classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-1-7'), 3)).toBe('ok');
+    expect(
+      classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-1-7'), 3, { lastSeqByServer: state }),
+    ).toBe('other-history');
+  });
+
+  it('what the new primary did get from the former one is ok', () => {
+    expect(
+      classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-1-6'), 3, { lastSeqByServer: state }),
+    ).toBe('ok');
+  });
+
+  it('pairs the state does not list fall back to the per-domain rules', () => {
+    expect(
+      classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-2-9'), 3, { lastSeqByServer: state }),
+    ).toBe('ok');
+  });
+
+  it('parses the state, skipping malformed entries and keeping the highest sequence', () => {
+    expect([...parseBinlogState('0-1-6, 0-1-4,junk,1-2-18446744073709551615,')]).toEqual([
+      ['0-1', 6n],
+      ['1-2', 18446744073709551615n],
+    ]);
   });
 });

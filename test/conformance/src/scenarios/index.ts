@@ -7,6 +7,7 @@ import { pausedReplay } from './paused-replay.js';
 import { promotionLostWrite } from './promotion-lost-write.js';
 import { replicaKilled } from './replica-killed.js';
 import { rywIdle } from './ryw-idle.js';
+import { tokenTwoSources } from './token-two-sources.js';
 
 /** Every scenario, in the order the suite runs them. Order does not matter for correctness. */
 export const scenarios: readonly Scenario[] = [
@@ -18,6 +19,7 @@ export const scenarios: readonly Scenario[] = [
   replicaKilled,
   promotionLostWrite,
   badTokens,
+  tokenTwoSources,
 ];
 
 /**
@@ -48,4 +50,5 @@ export {
   promotionLostWrite,
   replicaKilled,
   rywIdle,
+  tokenTwoSources,
 };

@@ -102,9 +102,9 @@ describe('report', () => {
 });
 
 describe('scenario list', () => {
-  it('has the eight scenarios with unique names; topology changes get fresh clusters', () => {
+  it('has the nine scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
-    expect(new Set(names).size).toBe(8);
+    expect(new Set(names).size).toBe(9);
     expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
       'replica-killed',
       'promotion-lost-write',
