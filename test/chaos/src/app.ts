@@ -41,17 +41,6 @@ export interface OpOutcome {
   readonly tokenAfter: string | undefined;
 }
 
-/** What `router.writeDetailed` returns where the core has it. */
-interface DetailedWrite {
-  readonly value: unknown;
-  readonly lostWrite?: unknown;
-}
-
-type WriteDetailed = (
-  session: Session,
-  fn: (connection: unknown) => Promise<unknown>,
-) => Promise<DetailedWrite>;
-
 /** Router options the campaign may set; adapter and cluster name come from the app. */
 export type AppRouterOptions = Omit<RouterOptions<unknown, unknown>, 'adapter' | 'cluster'>;
 
@@ -81,10 +70,10 @@ export interface AppStats {
   retries: number;
   waits: number;
   waitsReached: number;
-  /** Writes that reported `lostWrite` (only where the core has `writeDetailed`). */
+  /** Writes whose `writeDetailed` outcome carried `lostWrite`. */
   lostWriteOutcomes: number;
-  /** True when the core offered `router.writeDetailed`. */
-  writeDetailed: boolean;
+  /** Pending read positions that could not be settled before the token went back (counted). */
+  settleErrors: number;
 }
 
 export class App {
@@ -99,7 +88,7 @@ export class App {
     waits: 0,
     waitsReached: 0,
     lostWriteOutcomes: 0,
-    writeDetailed: false,
+    settleErrors: 0,
   };
   private current: Generation | undefined;
   private nextGeneration = 1;
@@ -169,25 +158,17 @@ export class App {
       const router = gen.router!;
       const session = this.sessionOf(token);
       try {
-        const detailed = (router as unknown as { writeDetailed?: WriteDetailed }).writeDetailed;
-        let lostWrite: unknown;
-        if (typeof detailed === 'function') {
-          this.stats.writeDetailed = true;
-          lostWrite = (await detailed.call(router, session, insert)).lostWrite;
-        } else {
-          await router.write(session, insert);
-        }
-        if (lostWrite === undefined) return { ok: true, tokenAfter: this.encode(session) };
+        const { lostWrite } = await router.writeDetailed(session, insert);
+        if (lostWrite === undefined) return { ok: true, tokenAfter: await this.encode(session) };
         this.stats.lostWriteOutcomes++;
-        const verdict = (lostWrite as { verdict?: unknown }).verdict;
         return {
           ok: true,
           lostReport: 'lost-write',
-          ...(typeof verdict === 'string' ? { lostVerdict: verdict } : {}),
-          tokenAfter: this.encode(session),
+          lostVerdict: lostWrite.verdict,
+          tokenAfter: await this.encode(session),
         };
       } catch (error) {
-        return { ok: false, ...this.classify(gen, error), tokenAfter: this.encode(session) };
+        return { ok: false, ...this.classify(gen, error), tokenAfter: await this.encode(session) };
       }
     });
   }
@@ -222,12 +203,12 @@ export class App {
           rows: value,
           target: decision.target,
           reason: decision.reason,
-          tokenAfter: this.encode(session),
+          tokenAfter: await this.encode(session),
         };
       } catch (error) {
         const classified = this.classify(gen, error);
         if (classified.errorClass !== 'other-history') {
-          return { ok: false, ...classified, tokenAfter: this.encode(session) };
+          return { ok: false, ...classified, tokenAfter: await this.encode(session) };
         }
         // What the error tells the app to do: re-read from the primary and start afresh. The
         // fresh session starts at the primary's current position, so the session's surviving
@@ -325,13 +306,9 @@ export class App {
     router.events.on('other-history', () => {
       this.stats.otherHistoryEvents++;
     });
-    // 'lost-write' is emitted by cores that detect lost writes at write time.
-    (router.events as unknown as { on(event: string, listener: () => void): void }).on(
-      'lost-write',
-      () => {
-        this.stats.lostWriteEvents++;
-      },
-    );
+    router.events.on('lost-write', () => {
+      this.stats.lostWriteEvents++;
+    });
     await withTimeout(router.ready(), 15_000).catch(() => undefined);
     return {
       id,
@@ -380,8 +357,20 @@ export class App {
     return Session.fromToken(token === undefined ? undefined : this.tokens.decode(token));
   }
 
-  private encode(session: Session): string | undefined {
-    return session.clusters().length === 0 ? undefined : this.tokens.encode(session.toTokenData());
+  /**
+   * The token to send back, as the HTTP carriers make it: pending read positions settled first
+   * (a failure is counted, and the token then holds what is settled), never encoded unsettled.
+   */
+  private async encode(session: Session): Promise<string | undefined> {
+    if (session.unsettled) {
+      try {
+        await withTimeout(session.settled(), 5_000);
+      } catch {
+        this.stats.settleErrors++;
+      }
+    }
+    if (session.clusters().length === 0) return undefined;
+    return this.tokens.encode({ positions: session.settledTokenData().positions });
   }
 
   private async restartAtPrimary(
@@ -394,7 +383,7 @@ export class App {
       if (position === undefined) return token;
       const fresh = new Session();
       fresh.raise(CLUSTER_NAME, router.codec, position);
-      return this.encode(fresh);
+      return await this.encode(fresh);
     } catch {
       return token;
     }

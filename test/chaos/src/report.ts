@@ -97,7 +97,7 @@ export function formatReport(result: CampaignResult): string[] {
   if (result.control === 'tidemark') {
     const a = result.app;
     lines.push(
-      `router: generations=${a.generations} other_history_events=${a.otherHistoryEvents} lost_write_events=${a.lostWriteEvents} lost_write_outcomes=${a.lostWriteOutcomes} write_detailed=${a.writeDetailed ? 'yes' : 'not in this core'} cap_rejections=${a.capRejections} retries=${a.retries} waits=${a.waits} (reached ${a.waitsReached})`,
+      `router: generations=${a.generations} other_history_events=${a.otherHistoryEvents} lost_write_events=${a.lostWriteEvents} lost_write_outcomes=${a.lostWriteOutcomes} settle_errors=${a.settleErrors} cap_rejections=${a.capRejections} retries=${a.retries} waits=${a.waits} (reached ${a.waitsReached})`,
     );
   }
 
