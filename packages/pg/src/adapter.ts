@@ -427,6 +427,14 @@ function createPool(config: pg.PoolConfig): pg.Pool {
   // pg-pool emits 'error' when an idle connection dies (a server restart); unhandled it would
   // crash the process. The next checkout gets a fresh connection, so nothing else is needed.
   pool.on('error', () => undefined);
+  // A connection error can arrive in the same read that completes a checkout, before anyone
+  // listens on the client (pg-pool drops its idle listener at checkout): an 'error' event with no
+  // listener would crash the process (seen as an uncaught 57P01 when a frozen primary was killed).
+  // The query in flight still rejects, so the error is never lost; this listener only keeps the
+  // event from being fatal.
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+  });
   return pool;
 }
 

@@ -25,6 +25,23 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
     await cluster?.teardown();
   });
 
+  it('a connection error on a client just checked out is never an unhandled event (no crash)', async () => {
+    const adapter = adapterFor(cluster);
+    try {
+      // The moment between pg-pool's checkout (it drops its idle listener) and the lease taking
+      // over: what a server killed right then delivers must not crash the process.
+      const pool = (adapter as unknown as { primaryRead: import('pg').Pool }).primaryRead;
+      const client = await pool.connect();
+      try {
+        expect(() => client.emit('error', new Error('terminating connection'))).not.toThrow();
+      } finally {
+        client.release(true);
+      }
+    } finally {
+      await adapter.close();
+    }
+  });
+
   it('runs on the replica and observes a position at least as new as the data read', async () => {
     const adapter = adapterFor(cluster);
     const replica = cluster.replicas()[0]!.name;
