@@ -193,7 +193,7 @@ interface Route {
 /**
  * The token router: sends each read to a replica that has applied the session's position,
  * waits a bounded time, falls back to the primary under a cap, else degrades by policy
- * (DESIGN.md, "The read path"). One router per cluster; one session can span several routers.
+ * (README.md, "How it works"). One router per cluster; one session can span several routers.
  */
 export class Router<P, C> {
   readonly cluster: string;

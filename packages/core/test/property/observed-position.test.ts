@@ -2,7 +2,7 @@
  * Regression: `ReadOutcome.observed` is optional in the adapter contract. The router once raised
  * the session only to the monitor's sample of the target, taken BEFORE the read; the read may
  * have seen more, so the next read could go to a replica covered by the token yet older than what
- * the session already saw (DESIGN.md invariant 3). The router now probes the same node after the
+ * the session already saw (monotonic reads, invariant 3). The router now probes the same node after the
  * read (a node's applied position only moves forward, so that probe covers what the read saw),
  * falling back to the primary's position when the probe fails. These tests run adapters that
  * leave `observed` out.
