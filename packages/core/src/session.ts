@@ -95,6 +95,37 @@ export class Session {
   }
 
   /**
+   * Add read positions carried from an earlier request (a token's `pending` entry) for `cluster`:
+   * what `fromToken` does, for carriers that merge several sources into one session. Node ids
+   * that cannot be carried are ignored (they were never written into a token).
+   */
+  carry(cluster: string, nodes: readonly string[]): void {
+    if (!isClusterName(cluster)) return;
+    for (const node of nodes.slice(0, MAX_PENDING_NODES)) {
+      if (!isNodeId(node) || this.pendingTargets(cluster).includes(node)) continue;
+      const list = this.pending.get(cluster) ?? [];
+      list.push(carriedPosition(cluster, node));
+      this.pending.set(cluster, list);
+    }
+  }
+
+  /**
+   * The nodes with pending read positions, per cluster, as `toTokenData({ carryPending: true })`
+   * would carry them; writes and nodes that cannot be carried are left out. For carriers that
+   * must write a token even when a write could not be settled.
+   */
+  pendingReads(): Record<string, string[]> {
+    const result: Record<string, string[]> = Object.create(null);
+    for (const [cluster, list] of this.pending) {
+      const nodes = [...new Set(list.filter((p) => !p.write).map((p) => p.target))].filter(
+        isNodeId,
+      );
+      if (nodes.length > 0 && nodes.length <= MAX_PENDING_NODES) result[cluster] = nodes.sort();
+    }
+    return { ...result };
+  }
+
+  /**
    * Give the positions carried in the token for `cluster` their settlement: a router does this
    * when the session routes on that cluster, with a probe sent after the request began (so after
    * the reads of the request that carried them).
@@ -232,6 +263,25 @@ export class Session {
       if (rejected && failure === undefined) failure = rejected.reason;
     }
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * Token data to hand to another process (a downstream service, a queued job): writes settled
+   * (rejects when one cannot be), reads settled where this process's routers can, and the reads
+   * left (carried in from an earlier request and never routed here, or whose node did not
+   * answer) carried as `pending`, for the receiver's routers to settle.
+   */
+  async handOffTokenData(): Promise<{
+    positions: Record<string, string>;
+    pending?: Record<string, string[]>;
+  }> {
+    await this.settledWrites();
+    await this.settled().catch(() => undefined);
+    const pending = this.pendingReads();
+    return {
+      ...this.settledTokenData(),
+      ...(Object.keys(pending).length > 0 ? { pending } : {}),
+    };
   }
 
   /**

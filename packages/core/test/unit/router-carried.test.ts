@@ -78,6 +78,22 @@ describe('pending reads carried in the token to the next request', () => {
   });
 });
 
+describe('handing a session to another process', () => {
+  it('settles what a router here can, carries the reads it cannot', async () => {
+    const f = await routerFixture();
+    f.adapter.setAll({ observed: null, applied: cp('1.15') });
+    const session = Session.fromToken({
+      positions: {},
+      pending: { elsewhere: ['r9'] },
+      issuedAt: 0,
+    });
+    await f.read(session);
+    const data = await f.clock.run(session.handOffTokenData());
+    expect(data.positions).toEqual({ default: '1.15' });
+    expect(data.pending).toEqual({ elsewhere: ['r9'] });
+  });
+});
+
 describe('pending entries in tokens and token data', () => {
   it('round-trip, signed, next to positions and alone', () => {
     const signed = new TokenCodec({ keys: [{ id: 'k', secret: 'x'.repeat(32) }] });
