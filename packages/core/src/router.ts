@@ -1,7 +1,7 @@
 import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
-import type { DecisionReason, RouteDecision } from './decision.js';
+import type { DecisionEvent, DecisionReason, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
@@ -122,7 +122,12 @@ export interface ReadOptions {
 }
 
 export interface RouterEvents<P> {
-  decision: (decision: RouteDecision) => void;
+  decision: (decision: DecisionEvent) => void;
+  /**
+   * A read threw (typed routing error, or the read failed on its target and on the retry, or the
+   * caller's own query failed): no `decision` follows for it.
+   */
+  'read-error': (event: { cluster: string; error: unknown; durationMs: number }) => void;
   wait: (event: {
     cluster: string;
     replica: string;
@@ -398,6 +403,22 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
+    if (!this.events.has('read-error')) return this.routeAndRead(session, fn, options, started);
+    try {
+      return await this.routeAndRead(session, fn, options, started);
+    } catch (error) {
+      const durationMs = this.clock.now() - started;
+      this.events.emit('read-error', { cluster: this.cluster, error, durationMs });
+      throw error;
+    }
+  }
+
+  private async routeAndRead<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions,
+    started: number,
+  ): Promise<RoutedRead<T>> {
     const sticky = await this.settleUnlessSticky(session);
     let required = await this.requiredPosition(session);
     let route: Route | undefined;
@@ -451,7 +472,9 @@ export class Router<P, C> {
       retried,
     };
     this.counters.record(decision);
-    if (this.events.has('decision')) this.events.emit('decision', decision);
+    if (this.events.has('decision')) {
+      this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
+    }
     return { value: outcome.value, decision };
   }
 
