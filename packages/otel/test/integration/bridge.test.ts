@@ -1,6 +1,6 @@
 import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { ErrorCode, ReplicasBehindError, Session, TokenError } from '@tidemark/core';
+import { ConfigError, ErrorCode, ReplicasBehindError, Session, TokenError } from '@tidemark/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ATTR,
@@ -334,6 +334,25 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     } finally {
       context.disable();
     }
+  });
+
+  it('bad configuration is a typed error at startup', async () => {
+    const router = engine.router({ cluster: 'config' });
+    routers.push(router);
+    const attempt = (options: Parameters<typeof instrumentRouter>[1]) => {
+      try {
+        instrumentRouter(router, options);
+      } catch (error) {
+        return error;
+      }
+      return undefined;
+    };
+    // @ts-expect-error: a system Tidemark has no adapter for
+    const unknownSystem = attempt({ system: 'oracle' });
+    expect(unknownSystem).toBeInstanceOf(ConfigError);
+    expect((unknownSystem as ConfigError).code).toBe(ErrorCode.Config);
+    const badNode = attempt({ system: engine.system, nodes: { primary: 'no url' } });
+    expect((badNode as ConfigError).code).toBe(ErrorCode.Config);
   });
 
   it('after shutdown() the router reports nothing more', async () => {
