@@ -29,12 +29,12 @@ export interface Engine {
 const SUPPORTED = /^(pg\d+|mysql97|mariadb1011)$/;
 
 /**
- * Targets to run: env TIDEMARK_TARGETS (comma separated), default pg18 and mysql97 (embedded
- * PostgreSQL 18 starts fastest; MySQL covers the GTID adapter). A requested target that cannot
- * start fails the suite; one this package does not drive is reported and left out.
+ * Targets to run: env TIDEMARK_TARGETS (comma separated), default pg15 and mysql97, the clusters
+ * the bridge is specified against. A requested target that cannot start fails the suite; one
+ * this package does not drive is reported and left out.
  */
 export function engineTargets(): string[] {
-  const requested = (process.env['TIDEMARK_TARGETS'] ?? 'pg18,mysql97')
+  const requested = (process.env['TIDEMARK_TARGETS'] ?? 'pg15,mysql97')
     .split(',')
     .map((target) => target.trim())
     .filter((target) => target !== '');
