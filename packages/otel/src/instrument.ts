@@ -120,13 +120,21 @@ export function instrumentRouter<P, C>(
     return off;
   };
 
+  // One attribute set per (target, reason), built on first use and reused: the per-read cost is
+  // then the SDK's own record. Bounded by (replicas + 1) x 9 reasons.
+  const readAttributes = new Map<string, Attributes>();
   on('decision', (decision) => {
-    const attributes: Attributes = {
-      ...base,
-      ...nodeAttributes.get(decision.target),
-      [ATTR.outcome]: routeOutcome(decision.reason),
-      [ATTR.reason]: decision.reason,
-    };
+    const key = `${decision.reason}\u0000${decision.target}`;
+    let attributes = readAttributes.get(key);
+    if (attributes === undefined) {
+      attributes = {
+        ...base,
+        ...nodeAttributes.get(decision.target),
+        [ATTR.outcome]: routeOutcome(decision.reason),
+        [ATTR.reason]: decision.reason,
+      };
+      readAttributes.set(key, attributes);
+    }
     instruments.operationDuration.record(decision.durationMs / 1000, attributes);
     if (tracer) readSpan(tracer, spanName, decision, attributes);
   });
