@@ -63,6 +63,7 @@ export const WAIT_DURATION_BUCKETS: readonly number[] = [
 /** `db.system.name` values of the databases Tidemark has adapters for. */
 export type DbSystemName = 'postgresql' | 'mysql' | 'mariadb' | 'mongodb';
 
+/** Every {@link DbSystemName}, for validation and iteration. */
 export const DB_SYSTEM_NAMES: readonly DbSystemName[] = [
   'postgresql',
   'mysql',

@@ -35,6 +35,7 @@ import { VERSION } from './version.js';
 /** Instrumentation scope of every instrument and span this package creates. */
 export const INSTRUMENTATION_SCOPE = '@tidemark/otel';
 
+/** Options of {@link instrumentRouter}. */
 export interface TidemarkOtelOptions {
   /** `db.system.name` of the cluster: `postgresql`, `mysql`, `mariadb` or `mongodb`. */
   system: DbSystemName;

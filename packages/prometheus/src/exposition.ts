@@ -24,6 +24,7 @@ export interface MetricsSource {
   readonly health: Readonly<HealthOptions>;
 }
 
+/** Options of {@link prometheusText} and {@link prometheusHandler}. */
 export interface PrometheusOptions {
   /** Prefix of every metric name. Default `tidemark_`. */
   prefix?: string;
