@@ -285,6 +285,40 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     }
   });
 
+  it('replicas cut off from the primary: the bounded wait times out, then the primary serves', async () => {
+    const router = await instrumented('cut-off', { wait: { budgetMs: 100 } });
+    const replicas = engine.cluster.replicas();
+    for (const replica of replicas) await engine.cluster.cutOff(replica.name);
+    try {
+      const decisions = [];
+      for (let i = 0; i < 3; i++) {
+        const session = new Session();
+        const id = nextId++;
+        await engine.write(router, session, id);
+        const { value, decision } = await engine.read(router, session, id);
+        expect(value).toBe(true);
+        decisions.push(decision);
+        await remember(session, 'cut-off');
+      }
+      // Still applying as far as the monitor can tell (not paused), so the budget is spent.
+      expect(decisions.map((d) => d.reason)).toEqual(Array(3).fill('primary-fallback'));
+      for (const decision of decisions) expect(decision.waitedMs).toBeGreaterThanOrEqual(90);
+      const own = router.metrics();
+      const metrics = await otel.collect();
+      const at = { [ATTR.cluster]: 'cut-off' };
+      expect(own.waits - own.waitsReached).toBe(3);
+      expect(total(metrics, METRIC.waitDuration, { ...at, [ATTR.waitResult]: 'timeout' })).toBe(3);
+      const waited = points(metrics, METRIC.waitDuration)
+        .filter((p) => p.attributes[ATTR.cluster] === 'cut-off')
+        .reduce((sum, p) => sum + (p.sum ?? 0), 0);
+      expect(waited).toBeCloseTo(own.waitMsTotal / 1000, 6);
+      expect(waited).toBeGreaterThanOrEqual(0.27);
+      expect(total(metrics, OP, { ...at, [ATTR.outcome]: 'primary_fallback' })).toBe(3);
+    } finally {
+      for (const replica of replicas) await engine.cluster.reconnect(replica.name);
+    }
+  });
+
   it('bad tokens: counted with their code, the read is an error outcome', async () => {
     const router = await instrumented('tokens');
     // Characters no adapter's position text allows ('not-a-position' is valid base-36 MariaDB).
