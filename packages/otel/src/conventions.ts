@@ -22,7 +22,6 @@ export const ATTR = {
   waitResult: 'tidemark.wait.result',
   waitServerSide: 'tidemark.wait.server_side',
   lostWriteVerdict: 'tidemark.lost_write.verdict',
-  history: 'tidemark.replica.history',
 } as const;
 
 /** Instrument names, stable once released: dashboards and alerts match on them. */
