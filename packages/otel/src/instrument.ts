@@ -42,7 +42,7 @@ export interface TidemarkOtelOptions {
   /**
    * Address of each node, keyed as the router's decisions name them: `primary` and each replica
    * id. A connection URL (only host and port are kept) or `{ address, port }`. Nodes left out
-   * get no `server.address` / `server.port`.
+   * get no `server.address` / `server.port`; an id the router does not know is an error.
    */
   nodes?: Readonly<Record<string, NodeSpec>>;
   /** Default: the global meter provider (`metrics.getMeterProvider()`). */
@@ -82,7 +82,10 @@ export interface TidemarkInstrumentation {
  * callback around the read. Driver spans inside the read are therefore siblings of the read span
  * in a trace, not its children.
  *
- * @throws ConfigError (`TIDEMARK_CONFIG`) on an unknown `system` or a bad `nodes` entry.
+ * Call it once per router: a second bridge on the same router records every read twice.
+ *
+ * @throws ConfigError (`TIDEMARK_CONFIG`) on an unknown `system`, or a `nodes` entry that is not
+ * a URL or an address, or that names neither `primary` nor one of the router's replicas.
  */
 export function instrumentRouter<P, C>(
   router: Router<P, C>,
@@ -95,6 +98,15 @@ export function instrumentRouter<P, C>(
     );
   }
   const nodes = resolveNodes(options.nodes);
+  // A misspelt id would silently leave that node's reads without server.address.
+  const known = new Set(['primary', ...router.monitor.states().map((state) => state.id)]);
+  for (const id of nodes.keys()) {
+    if (!known.has(id)) {
+      throw new ConfigError(
+        `nodes.${id} names no node of cluster "${router.cluster}" (known: ${[...known].join(', ')}).`,
+      );
+    }
+  }
   const meter = (options.meterProvider ?? metrics.getMeterProvider()).getMeter(
     INSTRUMENTATION_SCOPE,
     VERSION,

@@ -390,6 +390,12 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     expect((unknownSystem as ConfigError).code).toBe(ErrorCode.Config);
     const badNode = attempt({ system: engine.system, nodes: { primary: 'no url' } });
     expect((badNode as ConfigError).code).toBe(ErrorCode.Config);
+    const unknownNode = attempt({
+      system: engine.system,
+      nodes: { replica1: engine.cluster.primary().url },
+    });
+    expect(unknownNode).toBeInstanceOf(ConfigError);
+    expect((unknownNode as Error).message).toContain('replica1');
   });
 
   it('after shutdown() the router reports nothing more', async () => {
