@@ -32,6 +32,9 @@ run_cluster() { # $1 target
   esac
   local compose=(docker compose -f "docker/$file.compose.yaml" -f "docker/$file.local.yaml")
   t=$(date +%s.%N)
+  # Containers and volumes left by an interrupted earlier run would be reused as they are (a data
+  # directory half-initialised, a replica already pointed elsewhere): start from nothing.
+  "${compose[@]}" down -v --remove-orphans >/dev/null 2>&1 || true
   say "$target: ${compose[*]} up -d --wait"
   if ! "${compose[@]}" up -d --wait; then
     say "$target: the cluster did not come up"

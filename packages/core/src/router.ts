@@ -1,7 +1,19 @@
 import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
-import type { DecisionEvent, DecisionReason, RouteDecision } from './decision.js';
+import {
+  CheckFailed,
+  type Decided,
+  decide,
+  enforceable,
+  type FallbackReason,
+  IGNORED_TOKEN,
+  NO_TOKEN,
+  type ResolvedToken,
+  type Route,
+  type Rungs,
+} from './decide.js';
+import type { DecisionEvent, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
@@ -27,6 +39,7 @@ import {
 import type { Session } from './session.js';
 import { assertClusterName } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
+import { BoundedWait } from './wait.js';
 
 export interface RouterOptions<P, C> {
   adapter: Adapter<P, C>;
@@ -182,19 +195,6 @@ export interface WriteResult<T> {
   readonly lostWrite: LostWrite | undefined;
 }
 
-/** Internal: a chosen target before the read runs. */
-interface Route {
-  /** True when the session's position was dropped as impossible while routing. */
-  ignoredPosition?: boolean;
-  /** True when the read must not raise the session (its position's history is unverified). */
-  keepSession?: boolean;
-  target: string;
-  reason: DecisionReason;
-  stale: boolean;
-  /** Gives back the primary fallback slot this route holds, once its read has ended. */
-  release?: (() => void) | undefined;
-}
-
 /**
  * The token router: sends each read to a replica that has applied the session's position,
  * waits a bounded time, falls back to the primary under a cap, else degrades by policy
@@ -211,8 +211,7 @@ export class Router<P, C> {
   private readonly adapter: Adapter<P, C>;
   private readonly clock: Clock;
   private readonly selection: SelectionPolicy;
-  private readonly waitBudgetMs: number;
-  private readonly pollIntervalMs: number;
+  private readonly boundedWait: BoundedWait<P>;
   /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
   private readonly bucket: TokenBucket | undefined;
   private readonly fallbackLimit: ConcurrencyLimit | undefined;
@@ -245,8 +244,6 @@ export class Router<P, C> {
       maxLagSeconds: options.health?.maxLagSeconds ?? 10,
     };
     this.selection = selectionPolicy(options.selection ?? 'balanced');
-    this.waitBudgetMs = nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250);
-    this.pollIntervalMs = positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1);
     const fallbackEnabled = options.fallback?.enabled ?? true;
     const bucketSet =
       options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;
@@ -297,6 +294,20 @@ export class Router<P, C> {
         coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
         clock: this.clock,
       });
+    this.boundedWait = new BoundedWait<P>({
+      adapter: this.adapter,
+      codec: this.adapter.codec,
+      monitor: this.monitor,
+      clock: this.clock,
+      selection: this.selection,
+      load: this.load,
+      budgetMs: nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250),
+      pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
+      onWait: (report) => {
+        this.counters.recordWait(report.waitedMs, report.reached);
+        if (this.events.has('wait')) this.events.emit('wait', { cluster: this.cluster, ...report });
+      },
+    });
     this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
     this.monitor.events.on('history', ({ id, history, previous }) => {
       if (history === 'diverged') this.counters.replicasDiverged++;
@@ -420,46 +431,48 @@ export class Router<P, C> {
     started: number,
   ): Promise<RoutedRead<T>> {
     const sticky = await this.settleUnlessSticky(session);
-    let required = await this.requiredPosition(session);
-    let route: Route | undefined;
+    let token = await this.resolveToken(session);
+    let decided: Decided<P> | undefined;
     if (sticky !== undefined) {
-      if (this.replicaCovers(sticky, required.position)) {
-        route = { target: sticky, reason: 'replica-covered', stale: false };
+      if (this.replicaCovers(sticky, token)) {
+        decided = { route: { target: sticky, reason: 'replica-covered', stale: false }, token };
       } else {
         // Another node will serve it: the pending position must be known first.
         await session.settled(this.cluster);
-        required = await this.requiredPosition(session);
+        token = await this.resolveToken(session);
       }
     }
-    route ??= await this.route(session, required.position, required.ignored, options, started);
+    decided ??= await decide(this.rungs(session, started, options), token);
+    const route = decided.route;
     const waitedMs = this.clock.now() - started;
     let retried = false;
     let outcome: { value: T; observed?: P | undefined };
-    let finalRoute = route;
+    let final = decided;
     try {
-      outcome = await this.runRead(route, fn, options, required.position);
+      outcome = await this.runRead(decided, fn, options);
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
       retried = true;
+      let retryToken = decided.token;
       if (this.hasPending(session)) {
         // The retry may land elsewhere: what earlier reads observed must be known first.
         await session.settled(this.cluster);
-        required = await this.requiredPosition(session);
+        if (retryToken.kind !== 'ignored') retryToken = await this.resolveToken(session);
       }
-      const retryPosition = route.ignoredPosition ? undefined : required.position;
-      finalRoute = await this.retryRoute(retryPosition, route.target, options, started);
+      final = await decide(this.rungs(session, started, options), retryToken, route.target);
       try {
-        outcome = await this.runRead(finalRoute, fn, options, required.position);
+        outcome = await this.runRead(final, fn, options);
       } catch (retryError) {
-        if (this.isRetryable(retryError)) this.noteReadFailure(finalRoute.target, retryError);
+        if (this.isRetryable(retryError)) this.noteReadFailure(final.route.target, retryError);
         throw new TidemarkError(
           ErrorCode.ReadFailed,
-          `Read failed on ${route.target} and on the retry on ${finalRoute.target}; check that the cluster "${this.cluster}" is reachable.`,
+          `Read failed on ${route.target} and on the retry on ${final.route.target}; check that the cluster "${this.cluster}" is reachable.`,
           { retryable: true, cause: retryError },
         );
       }
     }
+    const finalRoute = final.route;
     if (!finalRoute.keepSession) {
       await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
     }
@@ -483,17 +496,17 @@ export class Router<P, C> {
    * duration; a primary fallback slot the route holds is given back when it ends.
    */
   private async runRead<T>(
-    route: Route,
+    decided: Decided<P>,
     fn: (connection: C) => Promise<T>,
     options: ReadOptions,
-    required: P | undefined,
   ): Promise<{ value: T; observed?: P | undefined }> {
+    const route = decided.route;
     const target = route.target;
     this.inFlight.set(target, (this.inFlight.get(target) ?? 0) + 1);
     try {
       return await this.adapter.read(target, fn, {
         signal: options.signal,
-        required: enforceable(route, required),
+        required: enforceable(decided),
         // The position is settled from a shared probe after the read (raiseAfterRead).
         observe: false,
       });
@@ -523,93 +536,74 @@ export class Router<P, C> {
   }
 
   /** Decode the session's position, applying the bad-token policy. */
-  private async requiredPosition(
-    session: Session,
-  ): Promise<{ position: P | undefined; ignored: boolean }> {
+  private async resolveToken(session: Session): Promise<ResolvedToken<P>> {
     let position: P | undefined;
     try {
       position = session.position(this.cluster, this.adapter.codec);
     } catch (error) {
-      return this.onBadToken(session, toTokenError(error));
+      this.onBadToken(session, toTokenError(error));
+      return IGNORED_TOKEN;
     }
-    return { position, ignored: false };
+    return position === undefined ? NO_TOKEN : { kind: 'position', position };
   }
 
-  private onBadToken(session: Session, error: TokenError): { position: undefined; ignored: true } {
+  /** Counts a bad position; throws it under `reject`, drops it from the session under `ignore`. */
+  private onBadToken(session: Session, error: TokenError): void {
     this.counters.badTokens++;
     this.events.emit('bad-token', { cluster: this.cluster, error });
     if (this.badToken === 'reject') throw error;
     // Ignored positions are dropped so they stop costing a decode and a count on every read.
     session.forget(this.cluster);
-    return { position: undefined, ignored: true };
   }
 
-  private async route(
-    session: Session,
-    required: P | undefined,
-    ignored: boolean,
-    options: ReadOptions,
-    started: number,
-  ): Promise<Route> {
-    if (required !== undefined && this.lostByVerdict(required)) {
-      return this.onOtherHistory(required);
-    }
-    const plan = planRead({
-      states: this.monitor.states(),
-      required,
-      codec: this.adapter.codec,
-      now: this.clock.now(),
-      health: this.health,
-      selection: this.selection,
-      affinityKey: options.affinityKey,
-      load: this.load,
-    });
-    if (plan.kind === 'replica') {
-      const reason: DecisionReason = plan.covered
-        ? 'replica-covered'
-        : ignored
-          ? 'bad-token-ignored'
-          : 'no-token';
-      return { target: plan.replica.id, reason, stale: false };
-    }
-    if (required === undefined) {
-      return this.fallback('primary-no-replica', undefined, started, options.signal);
-    }
-    // Before spending the wait budget, make sure waiting can succeed at all: a position the
-    // primary has not reached, or one from another history, never arrives on a replica.
-    const verdict = await this.checkAgainstPrimary(required);
-    if (verdict === 'other-history') return this.onOtherHistory(required);
-    if (verdict === 'impossible') {
-      // Throws under 'reject'; under 'ignore' the read proceeds as if the session had no position.
-      this.onBadToken(
-        session,
-        new TokenError(
-          ErrorCode.TokenImpossible,
-          `The session's position for cluster "${this.cluster}" is ahead of the primary, so it was not issued by this cluster; it may be forged or from another cluster with the same name.`,
+  /** The ladder's rungs (decide.ts) for one read that started at `started`. */
+  private rungs(session: Session, started: number, options: ReadOptions): Rungs<P> {
+    return {
+      plan: (required, exclude) =>
+        planRead({
+          states: this.monitor.states(),
+          required,
+          codec: this.adapter.codec,
+          now: this.clock.now(),
+          health: this.health,
+          selection: this.selection,
+          affinityKey: options.affinityKey,
+          load: this.load,
+          exclude,
+        }),
+      lostByVerdict: (required) => this.lostByVerdict(required),
+      checkAgainstPrimary: (required) => this.checkAgainstPrimary(required),
+      wait: this.boundedWait.enabled
+        ? (required, candidates) =>
+            this.boundedWait.until(
+              required,
+              candidates,
+              started,
+              options.signal,
+              options.affinityKey,
+            )
+        : undefined,
+      fallback: (reason, required, exclude) =>
+        this.fallback(reason, required, started, options.signal, exclude),
+      otherHistory: (required) => this.onOtherHistory(required),
+      historyUnverified: (cause) => this.onHistoryUnverified(cause),
+      impossible: () =>
+        this.onBadToken(
+          session,
+          new TokenError(
+            ErrorCode.TokenImpossible,
+            `The session's position for cluster "${this.cluster}" is ahead of the primary, so it was not issued by this cluster; it may be forged or from another cluster with the same name.`,
+          ),
         ),
-      );
-      const rerouted = await this.route(session, undefined, true, options, started);
-      return { ...rerouted, ignoredPosition: true };
-    }
-    if (plan.kind === 'wait' && this.waitBudgetMs > 0) {
-      // Safe even without a verdict: only a replica on the primary's history that covers the
-      // position can end the wait, exactly as on the covered path.
-      const replica = await this.waitForReplica(required, plan.candidates, started, options);
-      if (replica) return { target: replica, reason: 'replica-waited', stale: false };
-    }
-    // The primary is the only place left, and reading it as fresh needs the verdict.
-    if (verdict instanceof CheckFailed) return this.onHistoryUnverified(verdict.cause);
-    if (plan.kind === 'none' && plan.otherHistory) {
-      // Every replica says "other history" but the primary covers the position: replicas are
-      // still following an old primary. Reading the primary is the only fresh answer.
-      return this.fallback('primary-fallback', required, started, options.signal);
-    }
-    return this.fallback(
-      plan.kind === 'none' && !plan.anyHealthy ? 'primary-no-replica' : 'primary-fallback',
-      required,
-      started,
-      options.signal,
-    );
+      primaryFailed: () => {
+        // The primary itself failed; a covered replica was the only other option.
+        throw new TidemarkError(
+          ErrorCode.ReadFailed,
+          `Read failed on the primary of cluster "${this.cluster}" and no replica has this session's position.`,
+          { retryable: true },
+        );
+      },
+    };
   }
 
   /**
@@ -761,120 +755,12 @@ export class Router<P, C> {
     }
   }
 
-  /** Bounded wait with one budget per read: server-side when the adapter can, else polling. */
-  private async waitForReplica(
-    required: P,
-    candidates: ReadonlyArray<ReplicaState<P>>,
-    started: number,
-    options: ReadOptions,
-  ): Promise<string | undefined> {
-    const deadline = started + this.waitBudgetMs;
-    const waitStarted = this.clock.now();
-    let serverSide = false;
-    let reached: string | undefined;
-    if (this.adapter.waitFor) {
-      // The least lagged, deterministically: spreading server-side waits at random among equally
-      // lagged replicas hands the whole budget to a stalled one half of the time (a replica whose
-      // replay stopped after the last sample looks exactly like a caught-up one).
-      const best = candidates[0]!;
-      const result = await this.serverSideWait(best.id, required, deadline, options);
-      serverSide = result !== 'unsupported';
-      if (result === 'reached') reached = best.id;
-    }
-    if (reached === undefined)
-      reached = await this.pollWait(required, candidates, deadline, options);
-    const waitedMs = this.clock.now() - waitStarted;
-    this.counters.recordWait(waitedMs, reached !== undefined);
-    if (this.events.has('wait')) {
-      this.events.emit('wait', {
-        cluster: this.cluster,
-        replica: reached ?? candidates[0]!.id,
-        waitedMs,
-        reached: reached !== undefined,
-        serverSide,
-      });
-    }
-    return reached;
-  }
-
-  private async serverSideWait(
-    id: string,
-    required: P,
-    deadline: number,
-    options: ReadOptions,
-  ): Promise<'reached' | 'not-reached' | 'unsupported'> {
-    const remaining = deadline - this.clock.now();
-    if (remaining <= 0) return 'not-reached';
-    const controller = linkedController(options.signal);
-    const abortLinked = () => controller.abort();
-    options.signal?.addEventListener('abort', abortLinked, { once: true });
-    try {
-      const result = await this.adapter.waitFor!(id, required, remaining, {
-        signal: controller.signal,
-      });
-      if (result.outcome === 'reached') {
-        this.monitor.observe(id, result.applied ?? required);
-        return 'reached';
-      }
-      return result.outcome === 'unsupported' ? 'unsupported' : 'not-reached';
-    } catch (error) {
-      this.monitor.reportFailure(id, error);
-      return 'not-reached';
-    } finally {
-      // A long-lived caller signal must not collect one listener per waited read.
-      options.signal?.removeEventListener('abort', abortLinked);
-    }
-  }
-
-  /** Probe the candidates until one covers the position or the budget runs out. */
-  private async pollWait(
-    required: P,
-    candidates: ReadonlyArray<ReplicaState<P>>,
-    deadline: number,
-    options: ReadOptions,
-  ): Promise<string | undefined> {
-    const codec = this.adapter.codec;
-    const ids = candidates.map((c) => c.id);
-    while (this.clock.now() < deadline && !options.signal?.aborted) {
-      // A slow probe must not stretch the budget: stop listening at the deadline.
-      const bound = new AbortController();
-      await Promise.race([
-        Promise.all(ids.map((id) => this.monitor.refresh(id))),
-        this.clock.sleep(deadline - this.clock.now(), bound.signal),
-      ]);
-      bound.abort();
-      let covered: ReplicaState<P>[] | undefined;
-      for (const id of ids) {
-        const state = this.monitor.state(id);
-        if (
-          state?.reachable &&
-          state.applied !== undefined &&
-          codec.compare(state.applied, required) === 'covered'
-        ) {
-          covered ??= [];
-          covered.push(state);
-        }
-      }
-      if (covered) {
-        // Several caught up in the same round: the selection policy spreads them, as it does
-        // for reads that needed no wait.
-        return covered.length === 1
-          ? covered[0]!.id
-          : this.selection.select(covered, options.affinityKey, this.load).id;
-      }
-      const remaining = deadline - this.clock.now();
-      if (remaining <= 0) break;
-      await this.clock.sleep(Math.min(this.pollIntervalMs, remaining), options.signal);
-    }
-    return undefined;
-  }
-
   /**
    * Primary under the cap, else the degraded policy. The cap: a token from the bucket when one
    * is configured, then a concurrency slot, queueing up to `fallback.queueMs` for one.
    */
   private async fallback(
-    reason: 'primary-fallback' | 'primary-no-replica' | 'primary-other-history',
+    reason: FallbackReason,
     required: P | undefined,
     started: number,
     signal: AbortSignal | undefined,
@@ -894,48 +780,6 @@ export class Router<P, C> {
       if (best) return { target: best.id, reason: 'degraded-stale', stale: required !== undefined };
     }
     throw new ReplicasBehindError(this.cluster, this.etaMs(required), waitedMs);
-  }
-
-  /** After a failed read: the next covered replica, else the primary (cap and policy apply). */
-  private async retryRoute(
-    required: P | undefined,
-    failed: string,
-    options: ReadOptions,
-    started: number,
-  ): Promise<Route> {
-    const plan = planRead({
-      states: this.monitor.states(),
-      required,
-      codec: this.adapter.codec,
-      now: this.clock.now(),
-      health: this.health,
-      selection: this.selection,
-      affinityKey: options.affinityKey,
-      load: this.load,
-      exclude: failed,
-    });
-    if (plan.kind === 'replica') {
-      return {
-        target: plan.replica.id,
-        reason: required === undefined ? 'no-token' : 'replica-covered',
-        stale: false,
-      };
-    }
-    if (failed === PRIMARY) {
-      // The primary itself failed; a covered replica was the only other option.
-      throw new TidemarkError(
-        ErrorCode.ReadFailed,
-        `Read failed on the primary of cluster "${this.cluster}" and no replica has this session's position.`,
-        { retryable: true },
-      );
-    }
-    return this.fallback(
-      required === undefined ? 'primary-no-replica' : 'primary-fallback',
-      required,
-      started,
-      options.signal,
-      failed,
-    );
   }
 
   private noteReadFailure(target: string, error: unknown): void {
@@ -1040,13 +884,14 @@ export class Router<P, C> {
   }
 
   /** A healthy replica whose sampled position covers `required` (or there is none). */
-  private replicaCovers(id: string, required: P | undefined): boolean {
+  private replicaCovers(id: string, token: ResolvedToken<P>): boolean {
     const state = this.monitor.state(id);
     if (!state || !isHealthy(state, this.clock.now(), this.health)) return false;
+    if (token.kind !== 'position') return true;
+    const required = token.position;
     return (
-      required === undefined ||
-      (state.applied !== undefined &&
-        this.adapter.codec.compare(state.applied, required) === 'covered')
+      state.applied !== undefined &&
+      this.adapter.codec.compare(state.applied, required) === 'covered'
     );
   }
 
@@ -1088,21 +933,6 @@ export class Router<P, C> {
   }
 }
 
-/** A history check that could not run; distinct from every verdict so it cannot pass as one. */
-class CheckFailed {
-  constructor(readonly cause: unknown) {}
-}
-
-/** The position a read may ask the server to enforce: none for stale or token-less routes. */
-function enforceable<P>(route: Route, position: P | undefined): P | undefined {
-  return route.stale ||
-    route.ignoredPosition ||
-    route.keepSession ||
-    route.reason === 'bad-token-ignored'
-    ? undefined
-    : position;
-}
-
 function toTokenError(error: unknown): TokenError {
   if (error instanceof TokenError) return error;
   return new TokenError(
@@ -1112,12 +942,6 @@ function toTokenError(error: unknown): TokenError {
       cause: error,
     },
   );
-}
-
-function linkedController(signal: AbortSignal | undefined): AbortController {
-  const controller = new AbortController();
-  if (signal?.aborted) controller.abort();
-  return controller;
 }
 
 function nonNegative(name: string, value: number): number {

@@ -1,5 +1,5 @@
 /**
- * Fuzzing of every parser and decoder in the package (DESIGN invariant 8): random text over the
+ * Fuzzing of every parser and decoder in the package (invariant 8, docs/design.md): random text over the
  * characters that matter, mutations of valid inputs, non-strings and huge inputs. The only
  * acceptable outcomes are a value or a TokenError with code TIDEMARK_POSITION_INVALID; whatever
  * decodes must be canonical (token decoders accept exactly one spelling per position), and no
