@@ -16,8 +16,8 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
+  BatchSpanProcessor,
   InMemorySpanExporter,
-  SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { type DecisionEvent, Router, Session } from '@tidemark/core';
 import { instrumentRouter, type TidemarkInstrumentation } from '@tidemark/otel';
@@ -43,8 +43,9 @@ const reader = new PeriodicExportingMetricReader({
 const meterProvider = new MeterProvider({ readers: [reader] });
 metrics.setGlobalMeterProvider(meterProvider);
 const spans = new InMemorySpanExporter();
+// The batch processor, as production setups use: spans are exported off the read path.
 const tracerProvider = new BasicTracerProvider({
-  spanProcessors: [new SimpleSpanProcessor(spans)],
+  spanProcessors: [new BatchSpanProcessor(spans)],
 });
 
 type Mode = 'off' | 'metrics' | 'metrics+tracing';
