@@ -398,6 +398,26 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     expect((unknownNode as Error).message).toContain('replica1');
   });
 
+  it('tracing is opt-in: metrics alone by default', async () => {
+    const router = engine.router({ cluster: 'untraced' });
+    routers.push(router);
+    bridges.push(
+      instrumentRouter(router, {
+        system: engine.system,
+        meterProvider: otel.meterProvider,
+        tracerProvider: otel.tracerProvider,
+      }),
+    );
+    await router.ready();
+    await engine.read(router, new Session(), 0);
+    const metrics = await otel.collect();
+    expect(total(metrics, OP, { [ATTR.cluster]: 'untraced' })).toBe(1);
+    // Without nodes, no server.* rather than a guess.
+    const point = points(metrics, OP).find((p) => p.attributes[ATTR.cluster] === 'untraced')!;
+    expect(point.attributes[ATTR.serverAddress]).toBeUndefined();
+    expect(otel.spans().filter((s) => s.attributes[ATTR.cluster] === 'untraced')).toEqual([]);
+  });
+
   it('after shutdown() the router reports nothing more', async () => {
     const router = await instrumented('stopped');
     await engine.read(router, new Session(), 0);
