@@ -85,12 +85,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: bridge across a failove
 
   it('a write after a lost one: lost write counted with its verdict', async () => {
     const router = routers[0]!;
-    const { lostWrite } = await router.writeDetailed(
-      writer,
-      async (c: { query: (sql: string) => Promise<unknown> }) => {
-        await c.query('INSERT INTO items VALUES (3)');
-      },
-    );
+    const { lostWrite } = await engine.writeDetailed(router, writer, 3);
     expect(lostWrite?.verdict).toBe('other-history');
     const metrics = await otel.collect();
     expect(router.metrics().lostWrites).toBe(1);

@@ -1,7 +1,14 @@
-import { type RoutedRead, Router, type RouterOptions, type Session } from '@tidemark/core';
+import {
+  type RoutedRead,
+  Router,
+  type RouterOptions,
+  type Session,
+  type WriteResult,
+} from '@tidemark/core';
+import { MongoAdapter, type MongoConnection } from '@tidemark/mongodb';
 import { createMysqlAdapter, type MysqlAdapter } from '@tidemark/mysql';
 import { createPgAdapter } from '@tidemark/pg';
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, mongoReplicaSetUri, startCluster } from '@tidemark/test-clusters';
 import type { DbSystemName } from '../../src/index.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: one test body drives routers of every adapter.
@@ -20,21 +27,24 @@ export interface Engine {
   router(options?: LooseRouterOptions): AnyRouter;
   /** Insert row `id` as the session. */
   write(router: AnyRouter, session: Session, id: number): Promise<void>;
+  /** Insert row `id` as the session, and say whether its earlier write was lost. */
+  writeDetailed(router: AnyRouter, session: Session, id: number): Promise<WriteResult<void>>;
   /** Read through the router whether row `id` is visible. */
   read(router: AnyRouter, session: Session, id: number): Promise<RoutedRead<boolean>>;
   /** Node URLs keyed as decisions name them (`primary`, replica ids). */
   nodes(): Record<string, string>;
 }
 
-const SUPPORTED = /^(pg\d+|mysql97|mariadb1011)$/;
+const SUPPORTED = /^(pg\d+|mysql97|mariadb1011|mongo-sim)$/;
 
 /**
- * Targets to run: env TIDEMARK_TARGETS (comma separated), default pg15 and mysql97, the clusters
- * the bridge is specified against. A requested target that cannot start fails the suite; one
- * this package does not drive is reported and left out.
+ * Targets to run: env TIDEMARK_TARGETS (comma separated), default pg15, mysql97 and mongo-sim
+ * (the MongoDB adapter on the harness's replica-set simulator: no mongod can be installed here).
+ * A requested target that cannot start fails the suite; one this package does not drive is
+ * reported and left out.
  */
 export function engineTargets(): string[] {
-  const requested = (process.env['TIDEMARK_TARGETS'] ?? 'pg15,mysql97')
+  const requested = (process.env['TIDEMARK_TARGETS'] ?? 'pg15,mysql97,mongo-sim')
     .split(',')
     .map((target) => target.trim())
     .filter((target) => target !== '');
@@ -45,7 +55,7 @@ export function engineTargets(): string[] {
   }
   if (targets.length === 0) {
     console.warn(
-      `\n*** @tidemark/otel integration tests SKIPPED: TIDEMARK_TARGETS=${JSON.stringify(process.env['TIDEMARK_TARGETS'])} names no pg, mysql97 or mariadb1011 target. ***\n`,
+      `\n*** @tidemark/otel integration tests SKIPPED: TIDEMARK_TARGETS=${JSON.stringify(process.env['TIDEMARK_TARGETS'])} names no pg, mysql97, mariadb1011 or mongo-sim target. ***\n`,
     );
   }
   return targets;
@@ -59,6 +69,7 @@ export async function startEngine(target: string): Promise<Engine> {
   });
   const replicas = () =>
     Object.fromEntries(cluster.replicas().map((node) => [node.name, node.url]));
+  if (target === 'mongo-sim') return mongoEngine(cluster, nodes);
   await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
   if (target.startsWith('pg')) {
     return {
@@ -78,6 +89,10 @@ export async function startEngine(target: string): Promise<Engine> {
         }),
       write: (router, session, id) =>
         router.write(session, async (c) => {
+          await c.query('INSERT INTO items VALUES ($1)', [id]);
+        }),
+      writeDetailed: (router, session, id) =>
+        router.writeDetailed(session, async (c) => {
           await c.query('INSERT INTO items VALUES ($1)', [id]);
         }),
       read: (router, session, id) =>
@@ -108,10 +123,56 @@ export async function startEngine(target: string): Promise<Engine> {
       router.write(session, async (c) => {
         await c.query('INSERT INTO items VALUES (?)', [id]);
       }),
+    writeDetailed: (router, session, id) =>
+      router.writeDetailed(session, async (c) => {
+        await c.query('INSERT INTO items VALUES (?)', [id]);
+      }),
     read: (router, session, id) =>
       router.readDetailed(session, async (c) => {
         const [rows] = await c.query('SELECT 1 FROM items WHERE id = ?', [id]);
         return (rows as unknown[]).length === 1;
+      }),
+  };
+}
+
+/**
+ * The MongoDB adapter on the test harness's replica-set SIMULATOR (no mongod can be installed
+ * here): it shows what the bridge reports for the adapter's decisions, not how a real mongod
+ * behaves. Writes use w=1 so they complete while the secondaries' replay is paused.
+ */
+function mongoEngine(cluster: Cluster, nodes: () => Record<string, string>): Engine {
+  const items = (c: MongoConnection) => c.db.collection<{ _id: number }>('items');
+  return {
+    target: 'mongo-sim',
+    system: 'mongodb',
+    cluster,
+    nodes,
+    router: (options = {}) =>
+      new Router({
+        adapter: new MongoAdapter({
+          uri: mongoReplicaSetUri(cluster, '1'),
+          database: 'tidemark_otel',
+          replicas: Object.fromEntries(
+            cluster.replicas().map((node) => [node.name, `${node.host}:${node.port}`]),
+          ),
+          allowNonMajorityWrites: true,
+          clientOptions: { serverSelectionTimeoutMS: 2000, heartbeatFrequencyMS: 500 },
+        }),
+        cluster: 'main',
+        ...options,
+      }),
+    write: (router, session, id) =>
+      router.write(session, async (c: MongoConnection) => {
+        await items(c).insertOne({ _id: id }, { session: c.session });
+      }),
+    writeDetailed: (router, session, id) =>
+      router.writeDetailed(session, async (c: MongoConnection) => {
+        await items(c).insertOne({ _id: id }, { session: c.session });
+      }),
+    read: (router, session, id) =>
+      router.readDetailed(session, async (c: MongoConnection) => {
+        const found = await items(c).findOne({ _id: id }, { session: c.session });
+        return found !== null;
       }),
   };
 }
