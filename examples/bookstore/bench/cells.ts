@@ -339,11 +339,24 @@ async function bookstorePair<C>(
   router: InstrumentedRouter<C>,
 ): Promise<void> {
   const raw = bookstoreLoads(run, run.raw, concurrency);
-  const tm = bookstoreLoads(run, new TidemarkStrategy(router.router), concurrency);
   const rawVariant: Variant<C> = { name: 'raw', op: raw.op, warm: raw.warm };
-  const tmVariant = tidemarkVariant('tidemark', router, tm.op, tm.warm);
+  // `tidemark`: each request settles its reads before its cookie goes out (the HTTP carriers'
+  // default); `tidemark-carry`: the cookie carries them (toTokenData({ carryPending: true })).
+  const tidemarks = (['tidemark', 'tidemark-carry'] as const).map((name) => {
+    const loads = bookstoreLoads(
+      run,
+      new TidemarkStrategy(router.router, { carryPending: name === 'tidemark-carry' }),
+      concurrency,
+    );
+    return { name, loads, variant: tidemarkVariant(name, router, loads.op, loads.warm) };
+  });
   const sampleLag = cell === 'bookstore';
-  const measured = await interleave(run, concurrency, [rawVariant, tmVariant], sampleLag);
+  const measured = await interleave(
+    run,
+    concurrency,
+    [rawVariant, ...tidemarks.map((t) => t.variant)],
+    sampleLag,
+  );
   const rawMeasured = measured.get('raw')!;
   const rawRow = baseRow(
     cell,
@@ -355,26 +368,28 @@ async function bookstorePair<C>(
     raw.load.readErrors + raw.load.writeErrors,
   );
   run.emit(rawRow);
-  const tmMeasured = measured.get('tidemark')!;
-  const { tally } = tmVariant.tidemark;
-  run.emit(
-    baseRow(
-      cell,
-      'tidemark',
-      concurrency,
-      tmMeasured.result,
-      rawRow,
-      {
-        ...bookstoreDetail(tm.load, tmMeasured.lagMs),
-        ...waitDetail(tally),
-        primary_share: tally.primaryShare(),
-        share: tally.shares(),
-        cap_rejections: tally.capRejections,
-        probes_per_s: tally.probeRates(),
-      },
-      tm.load.readErrors + tm.load.writeErrors,
-    ),
-  );
+  for (const { name, loads, variant } of tidemarks) {
+    const tmMeasured = measured.get(name)!;
+    const { tally } = variant.tidemark;
+    run.emit(
+      baseRow(
+        cell,
+        name,
+        concurrency,
+        tmMeasured.result,
+        rawRow,
+        {
+          ...bookstoreDetail(loads.load, tmMeasured.lagMs),
+          ...waitDetail(tally),
+          primary_share: tally.primaryShare(),
+          share: tally.shares(),
+          cap_rejections: tally.capRejections,
+          probes_per_s: tally.probeRates(),
+        },
+        loads.load.readErrors + loads.load.writeErrors,
+      ),
+    );
+  }
 }
 
 /** The Bookstore loop with replication running: raw driver and Tidemark. */

@@ -142,7 +142,10 @@ export class TidemarkStrategy<C> implements BenchStrategy<C> {
   private readonly tokens = new TokenCodec();
   private readonly cookies = new Map<number, string>();
 
-  constructor(readonly router: Router<unknown, C>) {}
+  constructor(
+    readonly router: Router<unknown, C>,
+    private readonly options: { carryPending?: boolean } = {},
+  ) {}
 
   async write<T>(customer: number, fn: (connection: C) => Promise<T>): Promise<T> {
     const session = this.sessionOf(customer);
@@ -163,11 +166,16 @@ export class TidemarkStrategy<C> implements BenchStrategy<C> {
     return Session.fromToken(cookie === undefined ? undefined : this.tokens.decode(cookie));
   }
 
-  /** As a carrier does at the end of a request: settle what the reads saw, then encode. */
+  /**
+   * As a carrier does at the end of a request: settle what the reads saw, then encode; or, with
+   * `carryPending`, settle the writes only and carry the reads in the cookie.
+   */
   private async remember(customer: number, session: Session): Promise<void> {
-    await session.settled();
-    if (session.clusters().length > 0) {
-      this.cookies.set(customer, this.tokens.encode(session.toTokenData()));
+    if (this.options.carryPending) await session.settledWrites();
+    else await session.settled();
+    const data = session.toTokenData({ carryPending: this.options.carryPending ?? false });
+    if (session.clusters().length > 0 || data.pending !== undefined) {
+      this.cookies.set(customer, this.tokens.encode(data));
     }
   }
 }

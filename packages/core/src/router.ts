@@ -373,6 +373,7 @@ export class Router<P, C> {
       const ticket = this.monitor.ticket();
       session.defer(this.cluster, {
         target: PRIMARY,
+        write: true,
         settle: () => this.settleWrite(session, ticket, before),
       });
       if (this.events.has('write')) {
@@ -430,6 +431,12 @@ export class Router<P, C> {
     options: ReadOptions,
     started: number,
   ): Promise<RoutedRead<T>> {
+    // Positions carried from an earlier request are settled, when needed, by a probe sent after
+    // now: this request began after that one's reads ended (invariant 3).
+    const bindTicket = this.monitor.ticket();
+    session.bindCarried(this.cluster, (target) =>
+      this.settleObservation(session, target, bindTicket),
+    );
     const sticky = await this.settleUnlessSticky(session);
     let token = await this.resolveToken(session);
     let decided: Decided<P> | undefined;

@@ -1,6 +1,6 @@
 import { ErrorCode, TidemarkError, TokenError } from './errors.js';
 import type { PositionCodec } from './position.js';
-import { isClusterName, type TokenData } from './token.js';
+import { isClusterName, isNodeId, MAX_PENDING_NODES, type TokenData } from './token.js';
 
 /** Default limit of {@link Session.fromToken}: four times a TokenCodec's default maxClusters. */
 const DEFAULT_MAX_CLUSTERS = 64;
@@ -22,6 +22,31 @@ export interface PendingPosition {
   readonly target: string;
   /** Find the position and raise the session with it. Rejects (typed) when it cannot. */
   settle(): Promise<void>;
+  /**
+   * True for a position carried in the token from an earlier request, not yet bound to a router
+   * of its cluster (a router binds it when the session routes there: {@link Session.bindCarried}).
+   */
+  readonly carried?: boolean;
+  /**
+   * True for a write's position: never carried in a token, since settling it later could no
+   * longer tell a write lost in a failover meanwhile (its settlement compares the primary's
+   * history before and after the write).
+   */
+  readonly write?: boolean;
+}
+
+/** Options of {@link Session.toTokenData}. */
+export interface ToTokenDataOptions {
+  /**
+   * Carry pending positions in the token instead of requiring them settled: the token names the
+   * nodes (`pending`), and the next request settles them with a probe it sends itself (any probe
+   * sent after that request arrived is after this request's reads) or, better, reads the same
+   * healthy replica again, which needs no settling at all. Saves the probe round trip a request
+   * would otherwise spend before its response. Default false. Replica ids must name the same
+   * servers in every app instance that reads the token, and every instance must run a version
+   * that reads `pending` (older ones reject such tokens as malformed).
+   */
+  carryPending?: boolean;
 }
 
 interface Entry {
@@ -49,9 +74,69 @@ export class Session {
   static fromToken(data: TokenData | undefined | null, options: FromTokenOptions = {}): Session {
     const session = new Session();
     if (data === undefined || data === null) return session;
-    const positions = validPositions(data, options.maxClusters ?? DEFAULT_MAX_CLUSTERS);
+    const maxClusters = options.maxClusters ?? DEFAULT_MAX_CLUSTERS;
+    const positions = validPositions(data, maxClusters);
     for (const [cluster, text] of positions) session.entries.set(cluster, { text });
+    const pending = validPending(data, maxClusters);
+    const named = new Set([...positions.map(([cluster]) => cluster), ...pending.keys()]);
+    if (named.size > maxClusters) {
+      throw new TokenError(
+        ErrorCode.TokenTooLarge,
+        `Token data names ${named.size} clusters, more than the limit of ${maxClusters}.`,
+      );
+    }
+    for (const [cluster, nodes] of pending) {
+      session.pending.set(
+        cluster,
+        nodes.map((target) => carriedPosition(cluster, target)),
+      );
+    }
     return session;
+  }
+
+  /**
+   * Add read positions carried from an earlier request (a token's `pending` entry) for `cluster`:
+   * what `fromToken` does, for carriers that merge several sources into one session. Node ids
+   * that cannot be carried are ignored (they were never written into a token).
+   */
+  carry(cluster: string, nodes: readonly string[]): void {
+    if (!isClusterName(cluster)) return;
+    for (const node of nodes.slice(0, MAX_PENDING_NODES)) {
+      if (!isNodeId(node) || this.pendingTargets(cluster).includes(node)) continue;
+      const list = this.pending.get(cluster) ?? [];
+      list.push(carriedPosition(cluster, node));
+      this.pending.set(cluster, list);
+    }
+  }
+
+  /**
+   * The nodes with pending read positions, per cluster, as `toTokenData({ carryPending: true })`
+   * would carry them; writes and nodes that cannot be carried are left out. For carriers that
+   * must write a token even when a write could not be settled.
+   */
+  pendingReads(): Record<string, string[]> {
+    const result: Record<string, string[]> = Object.create(null);
+    for (const [cluster, list] of this.pending) {
+      const nodes = [...new Set(list.filter((p) => !p.write).map((p) => p.target))].filter(
+        isNodeId,
+      );
+      if (nodes.length > 0 && nodes.length <= MAX_PENDING_NODES) result[cluster] = nodes.sort();
+    }
+    return { ...result };
+  }
+
+  /**
+   * Give the positions carried in the token for `cluster` their settlement: a router does this
+   * when the session routes on that cluster, with a probe sent after the request began (so after
+   * the reads of the request that carried them).
+   */
+  bindCarried(cluster: string, settleFor: (target: string) => Promise<void>): void {
+    const list = this.pending.get(cluster);
+    if (!list?.some((p) => p.carried)) return;
+    this.pending.set(
+      cluster,
+      list.map((p) => (p.carried ? { target: p.target, settle: () => settleFor(p.target) } : p)),
+    );
   }
 
   /** Number of times a position was raised; carriers compare it to know when to write back. */
@@ -119,7 +204,10 @@ export class Session {
    * node supersedes an earlier one: its settlement covers both.
    */
   defer(cluster: string, pending: PendingPosition): void {
-    const list = (this.pending.get(cluster) ?? []).filter((p) => p.target !== pending.target);
+    // A write's settlement also checks that the write survived; a read does not replace it.
+    const list = (this.pending.get(cluster) ?? []).filter(
+      (p) => p.target !== pending.target || (p.write && !pending.write),
+    );
     list.push(pending);
     this.pending.set(cluster, list);
   }
@@ -158,19 +246,79 @@ export class Session {
   }
 
   /**
+   * Settle the pending positions of writes only (reads stay pending): what a carrier calls before
+   * `toTokenData({ carryPending: true })`.
+   */
+  async settledWrites(): Promise<void> {
+    let failure: unknown;
+    for (const [name, list] of [...this.pending]) {
+      const writes = list.filter((p) => p.write);
+      if (writes.length === 0) continue;
+      const results = await Promise.allSettled(writes.map((p) => p.settle()));
+      const done = new Set(writes.filter((_, i) => results[i]?.status === 'fulfilled'));
+      const left = (this.pending.get(name) ?? []).filter((p) => !done.has(p));
+      if (left.length > 0) this.pending.set(name, left);
+      else this.pending.delete(name);
+      const rejected = results.find((r) => r.status === 'rejected');
+      if (rejected && failure === undefined) failure = rejected.reason;
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * Token data to hand to another process (a downstream service, a queued job): writes settled
+   * (rejects when one cannot be), reads settled where this process's routers can, and the reads
+   * left (carried in from an earlier request and never routed here, or whose node did not
+   * answer) carried as `pending`, for the receiver's routers to settle.
+   */
+  async handOffTokenData(): Promise<{
+    positions: Record<string, string>;
+    pending?: Record<string, string[]>;
+  }> {
+    await this.settledWrites();
+    await this.settled().catch(() => undefined);
+    const pending = this.pendingReads();
+    return {
+      ...this.settledTokenData(),
+      ...(Object.keys(pending).length > 0 ? { pending } : {}),
+    };
+  }
+
+  /**
    * Plain data for {@link TokenCodec.encode}.
    *
    * @throws TidemarkError `TIDEMARK_UNSETTLED` while a read's position is pending: encoding now
    *   would hand out a token older than what the session saw. `await session.settled()` first.
    */
-  toTokenData(): { positions: Record<string, string> } {
-    if (this.unsettled) {
+  toTokenData(options: ToTokenDataOptions = {}): {
+    positions: Record<string, string>;
+    pending?: Record<string, string[]>;
+  } {
+    if (!this.unsettled) return this.settledTokenData();
+    if (!options.carryPending) {
       throw new TidemarkError(
         ErrorCode.Unsettled,
-        'The session has read positions that are not settled yet; await session.settled() before encoding its token (the HTTP carriers and the Redis store do this for you).',
+        'The session has read positions that are not settled yet; await session.settled() before encoding its token (the HTTP carriers and the Redis store do this for you), or carry them: toTokenData({ carryPending: true }).',
       );
     }
-    return this.settledTokenData();
+    const pending: Record<string, string[]> = Object.create(null);
+    for (const [cluster, list] of this.pending) {
+      if (list.some((p) => p.write)) {
+        throw new TidemarkError(
+          ErrorCode.Unsettled,
+          `A write's position on cluster "${cluster}" is not settled yet, and writes are never carried (a write lost meanwhile could no longer be told); await session.settledWrites() (or settled()) first.`,
+        );
+      }
+      const nodes = [...new Set(list.map((p) => p.target))];
+      if (nodes.length > MAX_PENDING_NODES || !nodes.every(isNodeId)) {
+        throw new TidemarkError(
+          ErrorCode.Unsettled,
+          `The pending positions of cluster "${cluster}" cannot be carried in a token (more than ${MAX_PENDING_NODES} nodes, or a node id outside A-Z a-z 0-9 _ -); await session.settled() first.`,
+        );
+      }
+      pending[cluster] = nodes;
+    }
+    return { ...this.settledTokenData(), pending: { ...pending } };
   }
 
   /**
@@ -227,6 +375,57 @@ function validPositions(data: unknown, maxClusters: number): Array<[string, stri
     }
   }
   return entries as Array<[string, string]>;
+}
+
+/** The `pending` entries of token data, checked for the shape TokenCodec.decode produces. */
+function validPending(data: unknown, maxClusters: number): Map<string, string[]> {
+  const pending = (data as { pending?: unknown }).pending;
+  const result = new Map<string, string[]>();
+  if (pending === undefined) return result;
+  if (typeof pending !== 'object' || pending === null || Array.isArray(pending)) {
+    throw new TokenError(
+      ErrorCode.TokenMalformed,
+      `Token data's pending must be an object of node id lists, got ${shapeOf(pending)}. ${SHAPE_HINT}`,
+    );
+  }
+  const entries = Object.entries(pending as Record<string, unknown>);
+  if (entries.length > maxClusters) {
+    throw new TokenError(
+      ErrorCode.TokenTooLarge,
+      `Token data has pending positions for ${entries.length} clusters, more than the limit of ${maxClusters}.`,
+    );
+  }
+  for (const [cluster, nodes] of entries) {
+    if (
+      !isClusterName(cluster) ||
+      !Array.isArray(nodes) ||
+      nodes.length > MAX_PENDING_NODES ||
+      !nodes.every((node) => typeof node === 'string' && isNodeId(node))
+    ) {
+      throw new TokenError(
+        ErrorCode.TokenMalformed,
+        `Token data's pending entry for ${JSON.stringify(cluster.slice(0, 80))} must be a list of at most ${MAX_PENDING_NODES} node ids. ${SHAPE_HINT}`,
+      );
+    }
+    if (nodes.length > 0) result.set(cluster, [...new Set(nodes as string[])]);
+  }
+  return result;
+}
+
+/** A position carried from an earlier request; a router of its cluster binds its settlement. */
+function carriedPosition(cluster: string, target: string): PendingPosition {
+  return {
+    target,
+    carried: true,
+    settle: () =>
+      Promise.reject(
+        new TidemarkError(
+          ErrorCode.Unsettled,
+          `A position carried in the token for cluster "${cluster}" (node "${target}") is settled by a router of that cluster when the session routes there; this session did not. Carry it on with toTokenData({ carryPending: true }), or read through that cluster's router first.`,
+          { retryable: false },
+        ),
+      ),
+  };
 }
 
 function shapeOf(value: unknown): string {

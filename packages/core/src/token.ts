@@ -9,6 +9,13 @@ import { POSITION_TEXT_PATTERN } from './position.js';
  */
 export interface TokenData {
   readonly positions: Readonly<Record<string, string>>;
+  /**
+   * Per cluster, the nodes (`primary` or replica ids) this session read from, or wrote to,
+   * without settling the position yet (see `Session.toTokenData({ carryPending: true })`). The
+   * next request settles them with a probe it sends, or reads the same replica again. Absent
+   * when nothing is carried.
+   */
+  readonly pending?: Readonly<Record<string, readonly string[]>>;
   /** Unix time in seconds when the token was encoded. */
   readonly issuedAt: number;
 }
@@ -43,6 +50,11 @@ const TOKEN_TEXT = /^[A-Za-z0-9_.~-]+$/;
 const CLUSTER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 const KEY_ID = /^[A-Za-z0-9_-]{1,16}$/;
 const BASE36 = /^[0-9a-z]{1,10}$/;
+/** Marks a pending field pair (`.<cluster>~<node>.<node>`): no cluster name starts with a dot. */
+const PENDING_MARK = '.';
+const NODE_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** Most nodes one cluster's pending entry may name in a token. */
+export const MAX_PENDING_NODES = 8;
 /** Tokens from clocks further ahead than this are not genuine. */
 const FUTURE_SKEW_SECONDS = 300;
 const MIN_SECRET_BYTES = 32;
@@ -50,6 +62,11 @@ const MIN_SECRET_BYTES = 32;
 /** True when `name` can be used as a cluster name in tokens. */
 export function isClusterName(name: string): boolean {
   return CLUSTER_NAME.test(name);
+}
+
+/** True when `id` (a replica id, or `primary`) can be carried in a token's pending entries. */
+export function isNodeId(id: string): boolean {
+  return NODE_ID.test(id);
 }
 
 /** Throws a {@link ConfigError} unless `name` can be used as a cluster name in tokens. */
@@ -98,12 +115,20 @@ export class TokenCodec {
     return this.keys.length > 0;
   }
 
-  encode(data: { positions: Readonly<Record<string, string>>; issuedAt?: number }): string {
+  encode(data: {
+    positions: Readonly<Record<string, string>>;
+    pending?: Readonly<Record<string, readonly string[]>> | undefined;
+    issuedAt?: number;
+  }): string {
     const clusters = Object.keys(data.positions).sort();
-    if (clusters.length > this.maxClusters) {
+    const pendingClusters = Object.keys(data.pending ?? {})
+      .filter((cluster) => (data.pending?.[cluster]?.length ?? 0) > 0)
+      .sort();
+    const named = new Set([...clusters, ...pendingClusters]).size;
+    if (named > this.maxClusters) {
       throw new TokenError(
         ErrorCode.TokenTooLarge,
-        `A token may name at most ${this.maxClusters} clusters; this one names ${clusters.length}. Raise maxClusters if this is intended.`,
+        `A token may name at most ${this.maxClusters} clusters; this one names ${named}. Raise maxClusters if this is intended.`,
       );
     }
     const issuedAt = data.issuedAt ?? Math.floor(this.now() / 1000);
@@ -118,6 +143,25 @@ export class TokenCodec {
         );
       }
       fields.push(cluster, position);
+    }
+    for (const cluster of pendingClusters) {
+      assertClusterName(cluster);
+      const nodes = [...new Set(data.pending?.[cluster] ?? [])].sort();
+      if (nodes.length > MAX_PENDING_NODES) {
+        throw new TokenError(
+          ErrorCode.TokenTooLarge,
+          `Cluster "${cluster}" has ${nodes.length} nodes with pending positions; a token carries at most ${MAX_PENDING_NODES}. Settle the session first (await session.settled()).`,
+        );
+      }
+      for (const node of nodes) {
+        if (!NODE_ID.test(node)) {
+          throw new TokenError(
+            ErrorCode.PositionInvalid,
+            `Node id ${JSON.stringify(node.slice(0, 80))} of cluster "${cluster}" cannot be carried in a token (1-64 characters from A-Z a-z 0-9 _ -). Settle the session first (await session.settled()).`,
+          );
+        }
+      }
+      fields.push(`${PENDING_MARK}${cluster}`, nodes.join('.'));
     }
     let text = fields.join(FIELD);
     const signer = this.keys[0];
@@ -160,7 +204,8 @@ export class TokenCodec {
     }
     const body = this.verifiedBody(text);
     // A bounded split: an oversized body (with a raised maxLength) costs no more than a legal one.
-    const fieldLimit = 2 + 2 * this.maxClusters;
+    // Per cluster: a position pair and a pending pair at most.
+    const fieldLimit = 2 + 4 * this.maxClusters;
     const fields = body.split(FIELD, fieldLimit + 1);
     if (fields.length > fieldLimit) {
       throw new TokenError(
@@ -177,26 +222,38 @@ export class TokenCodec {
     }
     const issuedAt = Number.parseInt(issuedAtText, 36);
     this.checkAge(issuedAt);
-    const clusterCount = (fields.length - 2) / 2;
-    if (clusterCount > this.maxClusters) {
-      throw new TokenError(
-        ErrorCode.TokenTooLarge,
-        `Token names ${clusterCount} clusters, more than the limit of ${this.maxClusters}.`,
-      );
-    }
     const positions: Record<string, string> = Object.create(null);
+    const pending: Record<string, string[]> = Object.create(null);
+    const named = new Set<string>();
     for (let i = 2; i < fields.length; i += 2) {
-      const cluster = fields[i] as string;
-      const position = fields[i + 1] as string;
-      if (!CLUSTER_NAME.test(cluster) || !POSITION_TEXT_PATTERN.test(position)) {
-        throw new TokenError(ErrorCode.TokenMalformed, 'Token has an invalid cluster entry.');
+      const key = fields[i] as string;
+      const value = fields[i + 1] as string;
+      if (key.startsWith(PENDING_MARK)) {
+        const cluster = key.slice(PENDING_MARK.length);
+        if (!CLUSTER_NAME.test(cluster) || cluster in pending) {
+          throw new TokenError(ErrorCode.TokenMalformed, 'Token has an invalid pending entry.');
+        }
+        pending[cluster] = pendingNodes(value);
+        named.add(cluster);
+      } else {
+        if (!CLUSTER_NAME.test(key) || !POSITION_TEXT_PATTERN.test(value)) {
+          throw new TokenError(ErrorCode.TokenMalformed, 'Token has an invalid cluster entry.');
+        }
+        if (key in positions) {
+          throw new TokenError(ErrorCode.TokenMalformed, `Token names cluster "${key}" twice.`);
+        }
+        positions[key] = value;
+        named.add(key);
       }
-      if (cluster in positions) {
-        throw new TokenError(ErrorCode.TokenMalformed, `Token names cluster "${cluster}" twice.`);
+      if (named.size > this.maxClusters) {
+        throw new TokenError(
+          ErrorCode.TokenTooLarge,
+          `Token names more than the limit of ${this.maxClusters} clusters.`,
+        );
       }
-      positions[cluster] = position;
     }
-    return { positions: { ...positions }, issuedAt };
+    const carried = Object.keys(pending).length > 0 ? { pending: { ...pending } } : {};
+    return { positions: { ...positions }, ...carried, issuedAt };
   }
 
   private verifiedBody(text: string): string {
@@ -247,6 +304,21 @@ export class TokenCodec {
       );
     }
   }
+}
+
+/** The node ids of one pending field: distinct, valid, at most {@link MAX_PENDING_NODES}. */
+function pendingNodes(value: string): string[] {
+  const nodes = value.split('.', MAX_PENDING_NODES + 1);
+  if (nodes.length > MAX_PENDING_NODES) {
+    throw new TokenError(
+      ErrorCode.TokenTooLarge,
+      `Token carries more than ${MAX_PENDING_NODES} pending nodes for one cluster.`,
+    );
+  }
+  if (nodes.some((node) => !NODE_ID.test(node)) || new Set(nodes).size !== nodes.length) {
+    throw new TokenError(ErrorCode.TokenMalformed, 'Token has an invalid pending entry.');
+  }
+  return nodes;
 }
 
 function sign(secret: Buffer, body: string): string {

@@ -6,6 +6,7 @@ import {
   runWithSession,
   Session,
   type TokenCodec,
+  type TokenData,
   TokenError,
 } from '@tidemark/core';
 import { readCookie, serializeCookie } from './cookie.js';
@@ -117,6 +118,15 @@ export interface TokenCarrierOptions {
   store?: TokenStore;
   /** Longest wait for the store per operation; slower answers are skipped. Default 200 ms. */
   storeTimeoutMs?: number;
+  /**
+   * Carry the request's unsettled read positions in the response token instead of settling them
+   * before the response (`Session.toTokenData({ carryPending: true })`): the next request reads
+   * the same healthy replica again without any probe, or settles them with a probe it sends
+   * itself. Saves a probe round trip per request. Writes always settle. Default false: every
+   * app instance must run a version that reads such tokens before this is turned on. Tokens that
+   * carry pending reads are accepted either way.
+   */
+  carryPending?: boolean;
 }
 
 /** Counters since the carrier was created. */
@@ -180,6 +190,8 @@ export class TokenCarrier {
   private readonly logger: false | { warn(message: string): void };
   private readonly logged: OncePerKey;
   private readonly storeTimeoutMs: number;
+  /** See {@link TokenCarrierOptions.carryPending}. */
+  readonly carryPending: boolean;
   private readonly counters: CarrierMetrics = {
     requests: 0,
     tokensAccepted: 0,
@@ -235,6 +247,12 @@ export class TokenCarrier {
     this.logger = options.logger ?? console;
     this.logged = new OncePerKey(options.logMemory ?? 1000);
     this.storeTimeoutMs = options.storeTimeoutMs ?? 200;
+    this.carryPending = options.carryPending ?? false;
+    if (typeof this.carryPending !== 'boolean') {
+      throw new ConfigError(
+        `carryPending must be true or false, got ${String(this.carryPending)}.`,
+      );
+    }
     this.codecs = codecMap(options.routers, options.codecs, options.store?.codecs);
     if (this.codecs.size === 0 && this.logger) {
       this.logger.warn(
@@ -270,8 +288,9 @@ export class TokenCarrier {
     let cookieWasBad = false;
     for (const [carrier, text] of candidates) {
       let positions: Readonly<Record<string, string>>;
+      let pending: TokenData['pending'];
       try {
-        positions = this.codec.decode(text).positions;
+        ({ positions, pending } = this.codec.decode(text));
         this.counters.tokensAccepted++;
       } catch (error) {
         const tokenError = asTokenError(error);
@@ -283,10 +302,14 @@ export class TokenCarrier {
       const merged = this.mergeInto(session, positions, carrier, request.source);
       if (merged instanceof TokenError) return this.reject(merged, carrier, true);
       carried.push({ ...merged, carrier });
+      // Reads an earlier request left unsettled: the routers of their clusters settle them.
+      for (const [cluster, nodes] of Object.entries(pending ?? {})) {
+        if (this.codecs.has(cluster)) session.carry(cluster, nodes);
+      }
     }
     // A source that carried less than the merge gets the merged token back, so header and
     // cookie converge; so does a cookie with dropped entries, so the browser stops sending them.
-    const clientMerge = session.toTokenData().positions;
+    const clientMerge = session.settledTokenData().positions;
     const behind = carried.filter(
       (source) => !sameEntries(source, clientMerge, source.carrier === 'cookie'),
     ).length;
@@ -424,10 +447,15 @@ export class TokenCarrier {
   ): Array<[string, string]> {
     const headers: Array<[string, string]> = [];
     let token: string | undefined;
-    if (session.unsettled) this.counters.unsettledResponses++;
-    if (session.clusters().length > 0) {
+    const pending = this.carryPending ? session.pendingReads() : undefined;
+    const carrying = pending !== undefined && Object.keys(pending).length > 0;
+    if (session.unsettled && !carrying) this.counters.unsettledResponses++;
+    if (session.clusters().length > 0 || carrying) {
       try {
-        token = this.codec.encode({ positions: writtenPositions(session, carried) });
+        token = this.codec.encode({
+          positions: writtenPositions(session, carried),
+          ...(carrying ? { pending } : {}),
+        });
       } catch (error) {
         // Too many clusters for the limits: better no token than a failed response.
         this.reportBadToken(asTokenError(error), 'header', 'self');
@@ -464,10 +492,14 @@ export class TokenCarrier {
     return headers;
   }
 
-  /** @internal Settle the session's pending read positions; failures are counted, never thrown. */
+  /**
+   * @internal Settle the session's pending positions (only the writes' when carrying reads);
+   * failures are counted, never thrown.
+   */
   async settle(session: Session): Promise<void> {
     try {
-      await session.settled();
+      if (this.carryPending) await session.settledWrites();
+      else await session.settled();
     } catch {
       this.counters.settleErrors++;
     }
@@ -602,6 +634,9 @@ export interface ScopeOrigin {
 export class CarrierScope {
   private committed: Promise<void> | undefined;
 
+  /** The pending reads the request carried in, to tell when the response must carry others. */
+  private readonly clientPending: string;
+
   constructor(
     private readonly carrier: TokenCarrier,
     /** The request's session; also the current session inside {@link CarrierScope.run}. */
@@ -609,7 +644,9 @@ export class CarrierScope {
     readonly userId: string | undefined,
     private readonly clientVersion: number,
     private readonly origin: ScopeOrigin,
-  ) {}
+  ) {
+    this.clientPending = JSON.stringify(session.pendingReads());
+  }
 
   /** Run the handler with this scope's session as the current session. */
   run<T>(fn: () => T): T {
@@ -619,6 +656,14 @@ export class CarrierScope {
   /** True when the request raised the token the client sent (a write, a read, or the store). */
   get changed(): boolean {
     return this.session.version !== this.clientVersion;
+  }
+
+  /** True when the pending reads to carry differ from the ones the request carried in. */
+  private get pendingChanged(): boolean {
+    return (
+      this.carrier.carryPending &&
+      JSON.stringify(this.session.pendingReads()) !== this.clientPending
+    );
   }
 
   /**
@@ -650,13 +695,15 @@ export class CarrierScope {
    */
   responseHeaders(secure: boolean): Array<[string, string]> {
     const { clearCookie, rewrite, cookieSent, carried } = this.origin;
-    if (!this.changed && !clearCookie && !rewrite) return [];
+    if (!this.changed && !clearCookie && !rewrite && !this.pendingChanged) return [];
     // Clear a refused cookie, or one whose every entry was dropped or forgotten; never clear a
     // cookie only because the merged token could not be encoded (that would lower it).
     const clear =
       carried === undefined
         ? clearCookie && !this.changed
-        : (clearCookie || cookieSent) && this.session.clusters().length === 0;
+        : (clearCookie || cookieSent) &&
+          this.session.clusters().length === 0 &&
+          Object.keys(this.session.pendingReads()).length === 0;
     return this.carrier.outgoingHeaders(this.session, secure, clear, carried);
   }
 }

@@ -40,9 +40,11 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
     init?: RequestInit,
   ): Promise<Response> => {
     const session = maybeCurrentSession();
-    // What this request's reads saw must travel too (invariant 3).
-    await session?.settled();
-    if (!session || session.clusters().length === 0) return inner(input, init);
+    // What this request's reads saw must travel too (invariant 3): settled, or carried on.
+    const data = await session?.handOffTokenData();
+    if (!session || !data || (session.clusters().length === 0 && !data.pending)) {
+      return inner(input, init);
+    }
     const headers = new Headers(
       init?.headers ?? (input instanceof Request ? input.headers : undefined),
     );
@@ -50,8 +52,8 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
     const positions =
       explicit && codecs.size > 0
         ? mergedWith(session, explicit, options.codec, codecs)
-        : session.toTokenData().positions;
-    headers.set(header, options.codec.encode({ positions }));
+        : data.positions;
+    headers.set(header, options.codec.encode({ positions, pending: data.pending }));
     const response = await inner(input, { ...init, headers });
     const returned = response.headers.get(header);
     if (returned && codecs.size > 0) absorb(returned, options.codec, codecs);
@@ -71,7 +73,7 @@ function mergedWith(
   codec: TokenCodec,
   codecs: CodecMap,
 ): Record<string, string> {
-  const positions = new Map(Object.entries(session.toTokenData().positions));
+  const positions = new Map(Object.entries(session.settledTokenData().positions));
   let explicit: Readonly<Record<string, string>>;
   try {
     explicit = codec.decode(text).positions;

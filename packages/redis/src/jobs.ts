@@ -15,7 +15,8 @@ export type StampedPayload<T> = T & { [JOB_TOKEN_FIELD]?: string };
 /**
  * Copy `payload` with the session's token (signed by `codec`) stamped in, so the worker's reads
  * see the writes (and what the reads saw) before the job was enqueued. Settles the session's
- * pending read positions first. `session` defaults to the current session; without one (or with
+ * pending positions first (reads this process cannot settle travel as pending, for the worker's
+ * routers). `session` defaults to the current session; without one (or with
  * an empty one) the payload is copied unchanged.
  */
 export async function stampJob<T extends object>(
@@ -23,9 +24,11 @@ export async function stampJob<T extends object>(
   codec: TokenCodec,
   session: Session | undefined = maybeCurrentSession(),
 ): Promise<StampedPayload<T>> {
-  await session?.settled();
-  if (!session || session.clusters().length === 0) return { ...payload };
-  return { ...payload, [JOB_TOKEN_FIELD]: codec.encode(session.toTokenData()) };
+  const data = await session?.handOffTokenData();
+  if (!session || !data || (session.clusters().length === 0 && !data.pending)) {
+    return { ...payload };
+  }
+  return { ...payload, [JOB_TOKEN_FIELD]: codec.encode(data) };
 }
 
 export interface JobSessionOptions {

@@ -81,4 +81,33 @@ describe('core Router with an adapter that leaves ReadOutcome.observed out', () 
       `[simulator] observed omitted + probe-after-read: 300 schedules, ${reads} reads checked`,
     );
   });
+
+  it('pending reads carried in the token across requests: monotonic reads and read-your-writes hold; dropping them breaks', async () => {
+    const carried = { schedules: 0, reads: 0 };
+    const dropped = { schedules: 0, violating: 0 };
+    await fc.assert(
+      fc.asyncProperty(scheduleArbitrary(), async (schedule) => {
+        const withTokens = { ...schedule, tokenRoundTrip: true };
+        const result = await runSchedule(withTokens, 'router', {
+          reportObserved: false,
+          pendingReads: 'carry',
+        });
+        carried.schedules++;
+        carried.reads += result.reads;
+        expect(result.violations).toEqual([]);
+        // Control: a carrier that drops the pending reads (encodes only what was settled).
+        const control = await runSchedule(withTokens, 'router', {
+          reportObserved: false,
+          pendingReads: 'drop',
+        });
+        dropped.schedules++;
+        if (control.violations.length > 0) dropped.violating++;
+      }),
+      { numRuns: 500 },
+    );
+    console.log(
+      `[simulator] pending reads carried in tokens: ${carried.schedules} schedules, ${carried.reads} reads, 0 violations; control (pending dropped): ${dropped.violating} of ${dropped.schedules} schedules violate`,
+    );
+    expect(dropped.violating).toBeGreaterThan(0);
+  });
 });

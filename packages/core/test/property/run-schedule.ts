@@ -94,6 +94,13 @@ export interface RunOptions {
    * instead: the fix proposed for core's Router (see observed-position.test.ts).
    */
   readonly probeAfterRead?: boolean;
+  /**
+   * How token round trips treat reads whose positions are pending. `settle` (default): settle,
+   * then encode, as the HTTP carriers do. `carry`: settle writes only and carry the reads in the
+   * token (`toTokenData({ carryPending: true })`). `drop`: a broken carrier that encodes only the
+   * settled part (the control: monotonic reads must break).
+   */
+  readonly pendingReads?: 'settle' | 'carry' | 'drop';
 }
 
 const SIGNING_KEY = { id: 'k1', secret: 'property-test-secret-of-at-least-32-bytes' };
@@ -134,11 +141,26 @@ export async function runSchedule(
     let writes = 0;
     for (const step of steps) {
       if (schedule.tokenRoundTrip) {
-        // As a carrier does: settle, then encode. A settle that fails keeps the session as it is
-        // (the app would answer this request with an error and keep its old cookie).
-        await session.settled().catch(() => undefined);
-        if (!session.unsettled) {
-          session = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
+        const mode = options.pendingReads ?? 'settle';
+        if (mode === 'carry') {
+          // Writes settle before the response; reads travel in the token as pending nodes.
+          await session.settledWrites().catch(() => undefined);
+          let data: ReturnType<Session['toTokenData']> | undefined;
+          try {
+            data = session.toTokenData({ carryPending: true });
+          } catch {
+            data = undefined; // a write still pending: keep the session (an error response)
+          }
+          if (data) session = Session.fromToken(tokens.decode(tokens.encode(data)));
+        } else if (mode === 'drop') {
+          session = Session.fromToken(tokens.decode(tokens.encode(session.settledTokenData())));
+        } else {
+          // As a carrier does: settle, then encode. A settle that fails keeps the session as it
+          // is (the app would answer this request with an error and keep its old cookie).
+          await session.settled().catch(() => undefined);
+          if (!session.unsettled) {
+            session = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
+          }
         }
       }
       if (step.kind === 'think') {

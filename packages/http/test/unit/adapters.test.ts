@@ -172,6 +172,29 @@ describe('forwarding fetch', () => {
   });
 });
 
+describe('forwarding fetch with reads carried from an earlier request', () => {
+  it('passes a carried read this service never routed on downstream as pending', async () => {
+    const sent: string[] = [];
+    const forwardingFetch = createForwardingFetch({
+      codec,
+      codecs: { main: counterCodec as never },
+      fetch: (async (_input: unknown, init?: RequestInit) => {
+        sent.push(new Headers(init?.headers).get('x-tidemark-token') ?? '');
+        return new Response('ok');
+      }) as typeof fetch,
+    });
+    const session = Session.fromToken({
+      positions: { main: '12' },
+      pending: { main: ['r1'] },
+      issuedAt: 0,
+    });
+    await runWithSession(session, () => forwardingFetch('http://downstream.invalid/peek'));
+    const forwarded = codec.decode(sent[0]);
+    expect(forwarded.positions).toEqual({ main: '12' });
+    expect(forwarded.pending).toEqual({ main: ['r1'] });
+  });
+});
+
 describe('forwarding fetch with an explicit token header', () => {
   // A token the caller sets itself (say, relayed from its own client) is merged with the
   // session's, never replaced by a lower one.

@@ -118,4 +118,99 @@ describe('carrier + router: positions that reads observe', () => {
     expect(historyCodec.decode(codec.decode(token).positions['main'] ?? '').seq).toBe(15);
     expect(carrier.metrics()).toMatchObject({ unsettledResponses: 0, settleErrors: 0 });
   });
+
+  it('carryPending: the response carries the read instead of probing; the next request reads the same replica, no probe', async () => {
+    const { adapter, state } = memoryCluster(12, 12);
+    let probes = 0;
+    const silent: Adapter<HistoryPosition, string> = {
+      ...adapter,
+      read: async (target, fn) => ({ value: await fn(target) }),
+      probe: async (id, context) => {
+        probes++;
+        return adapter.probe(id, context);
+      },
+    };
+    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
+    routers.push(router);
+    await router.ready();
+    state.replicaSeq = 15;
+    const carrier = new TokenCarrier({
+      codec,
+      logger: false,
+      routers: [router],
+      carryPending: true,
+    });
+    const request = async (cookieToken?: string) => {
+      const headers: Record<string, string> =
+        cookieToken === undefined ? {} : { cookie: `tidemark=${cookieToken}` };
+      const scope = await carrier.begin({ header: (name) => headers[name], secure: false });
+      if (isRejection(scope)) throw new Error('rejected');
+      const read = await scope.run(() => router.readDetailed(currentSession(), async (seq) => seq));
+      await scope.commit();
+      const cookie = scope.responseHeaders(false).find(([n]) => n === 'set-cookie')?.[1];
+      return { read, token: cookie?.split(';')[0]?.slice('tidemark='.length) };
+    };
+    const before = probes;
+    const first = await request();
+    expect(probes).toBe(before); // nothing settled before the response
+    const token = first.token ?? '';
+    expect(codec.decode(token).pending).toEqual({ main: ['r1'] });
+    // The next request reads r1 again: monotonic by itself, still no probe; same pending, so
+    // the client's token stays as it is (no Set-Cookie).
+    const second = await request(token);
+    expect(second.read.decision.target).toBe('r1');
+    expect(probes).toBe(before);
+    expect(second.token).toBeUndefined();
+    expect(carrier.metrics()).toMatchObject({ unsettledResponses: 0, settleErrors: 0 });
+  });
+
+  it('carryPending: a request that does not route on the cluster passes the carried read on', async () => {
+    const router = await routerOver(12, 12);
+    const carrier = new TokenCarrier({
+      codec,
+      logger: false,
+      routers: [router],
+      carryPending: true,
+    });
+    const token = codec.encode({
+      positions: { main: historyCodec.encode({ history: 1, seq: 3 }) },
+      pending: { main: ['r1'] },
+    });
+    const scope = await carrier.begin({
+      header: (name) => (name === 'cookie' ? `tidemark=${token}` : undefined),
+      secure: false,
+    });
+    if (isRejection(scope)) throw new Error('rejected');
+    expect(scope.session.pendingTargets('main')).toEqual(['r1']);
+    await scope.commit();
+    // Nothing changed: the client keeps its token, pending read included.
+    expect(scope.responseHeaders(false)).toEqual([]);
+    expect(carrier.metrics().settleErrors).toBe(0);
+  });
+
+  it('without carryPending, a carried read is settled by the request that routes on it', async () => {
+    const { adapter, state } = memoryCluster(12, 15);
+    const silent: Adapter<HistoryPosition, string> = {
+      ...adapter,
+      read: async (target, fn) => ({ value: await fn(target) }),
+    };
+    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
+    routers.push(router);
+    await router.ready();
+    void state;
+    const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
+    const token = codec.encode({ positions: {}, pending: { main: ['r1'] } });
+    const { scope } = await readThrough(carrier, router, { cookie: `tidemark=${token}` });
+    await scope.commit();
+    const cookie = scope.responseHeaders(false).find(([n]) => n === 'set-cookie')?.[1] ?? '';
+    const written = codec.decode(cookie.split(';')[0]?.slice('tidemark='.length) ?? '');
+    expect(written.pending).toBeUndefined();
+    expect(historyCodec.decode(written.positions['main'] ?? '').seq).toBe(15);
+  });
+
+  it('rejects a carryPending that is not a boolean', () => {
+    expect(
+      () => new TokenCarrier({ codec, logger: false, carryPending: 'yes' as unknown as boolean }),
+    ).toThrow(/carryPending must be true or false/);
+  });
 });
