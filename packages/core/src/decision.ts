@@ -48,3 +48,12 @@ export interface RouteDecision {
   /** True when the first target failed and the read was retried once elsewhere. */
   readonly retried: boolean;
 }
+
+/** Payload of the router's `decision` event: the decision, and how long the whole read took. */
+export interface DecisionEvent extends RouteDecision {
+  /**
+   * Milliseconds from the call to the read's result (routing, waits, the query and a retry),
+   * so metrics and spans built from events need no clock of their own around each read.
+   */
+  readonly durationMs: number;
+}

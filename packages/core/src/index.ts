@@ -17,7 +17,12 @@ export {
   NoSessionContextError,
   runWithSession,
 } from './context.js';
-export { DECISION_REASONS, type DecisionReason, type RouteDecision } from './decision.js';
+export {
+  DECISION_REASONS,
+  type DecisionEvent,
+  type DecisionReason,
+  type RouteDecision,
+} from './decision.js';
 export {
   type AdapterErrorCode,
   ConfigError,

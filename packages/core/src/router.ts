@@ -13,7 +13,7 @@ import {
   type Route,
   type Rungs,
 } from './decide.js';
-import type { RouteDecision } from './decision.js';
+import type { DecisionEvent, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
@@ -135,7 +135,12 @@ export interface ReadOptions {
 }
 
 export interface RouterEvents<P> {
-  decision: (decision: RouteDecision) => void;
+  decision: (decision: DecisionEvent) => void;
+  /**
+   * A read threw (typed routing error, or the read failed on its target and on the retry, or the
+   * caller's own query failed): no `decision` follows for it.
+   */
+  'read-error': (event: { cluster: string; error: unknown; durationMs: number }) => void;
   wait: (event: {
     cluster: string;
     replica: string;
@@ -410,6 +415,22 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
+    if (!this.events.has('read-error')) return this.routeAndRead(session, fn, options, started);
+    try {
+      return await this.routeAndRead(session, fn, options, started);
+    } catch (error) {
+      const durationMs = this.clock.now() - started;
+      this.events.emit('read-error', { cluster: this.cluster, error, durationMs });
+      throw error;
+    }
+  }
+
+  private async routeAndRead<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions,
+    started: number,
+  ): Promise<RoutedRead<T>> {
     // Positions carried from an earlier request are settled, when needed, by a probe sent after
     // now: this request began after that one's reads ended (invariant 3).
     const bindTicket = this.monitor.ticket();
@@ -471,7 +492,9 @@ export class Router<P, C> {
       retried,
     };
     this.counters.record(decision);
-    if (this.events.has('decision')) this.events.emit('decision', decision);
+    if (this.events.has('decision')) {
+      this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
+    }
     return { value: outcome.value, decision };
   }
 

@@ -29,7 +29,7 @@ describe('read without a token', () => {
     expect(value).toBe('read on r2');
     expect(f.adapter.readTargets()).toEqual(['r2']);
     expect(f.adapter.calls.waits).toEqual([]);
-    expect(f.events.decision).toEqual([decision]);
+    expect(f.events.decision).toEqual([{ ...decision, durationMs: expect.any(Number) }]);
     const metrics = f.router.metrics();
     expect(metrics.reads).toBe(1);
     expect(metrics.replicaReads).toBe(1);
