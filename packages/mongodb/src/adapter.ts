@@ -37,6 +37,7 @@ import {
   MongoNetworkError,
   MongoServerError,
   MongoServerSelectionError,
+  MongoTopologyClosedError,
 } from 'mongodb';
 import { MajorityWriteConcernRequiredError, MongoErrorCode, unexpectedReply } from './errors.js';
 import { HistoryBook, historyAwareCodec } from './history.js';
@@ -162,9 +163,10 @@ class MongoClusterAdapter implements MongoAdapter {
    */
   readonly codec: PositionCodec<MongoPosition>;
   readonly replicas: readonly string[];
-  private readonly primaryClient: MongoClient;
+  /** The replica-set client: writes, primary reads and probes, oplog lookups. */
+  private readonly primary: ClientSlot;
   /** The replica-set client serves every role on the primary; one direct client per member. */
-  private readonly clients: PoolSet<MongoClient>;
+  private readonly clients: PoolSet<ClientSlot>;
   private readonly lifecycle = new AdapterLifecycle('MongoDB');
   private readonly trips = new RoundTripCounters();
   private readonly sessionTrips = new SessionTrips();
@@ -186,47 +188,55 @@ class MongoClusterAdapter implements MongoAdapter {
     this.database = options.database;
     this.readConcernLevel = options.readConcernLevel ?? 'majority';
     this.waitCollection = options.waitCollection ?? 'tidemark_wait';
-    this.primaryClient = mongoClient(options.uri, {
-      ...options.clientOptions,
-      monitorCommands: true,
-    });
-    this.writeTerms = new WriteTerms(this.primaryClient);
+    this.writeTerms = new WriteTerms();
     this.history = new HistoryBook((time) => this.oplogEntryAt(time));
     this.codec = historyAwareCodec(this.history);
-    const w = this.primaryClient.options.writeConcern?.w;
-    if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
-      throw new MajorityWriteConcernRequiredError(w);
-    }
     this.heartbeatMaxAgeMs = options.heartbeatMaxAgeMs ?? 1000;
     const hostToId = new Map(
       Object.entries(options.replicas).map(([id, host]) => [host.toLowerCase(), id]),
     );
+    // Every client, and every replacement of one, gets the same listeners.
+    const listened = (client: MongoClient): MongoClient => {
+      this.sessionTrips.listen(client);
+      if (this.heartbeatMaxAgeMs > 0) this.listenToHeartbeats(client, hostToId);
+      return client;
+    };
+    this.primary = new ClientSlot(() => {
+      const client = mongoClient(options.uri, { ...options.clientOptions, monitorCommands: true });
+      this.writeTerms.listen(client);
+      return listened(client);
+    });
+    const w = this.primary.client.options.writeConcern?.w;
+    if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
+      void this.primary.close().catch(() => undefined);
+      throw new MajorityWriteConcernRequiredError(w);
+    }
     const { replicaSet: _ignored, ...memberOptions } = options.clientOptions ?? {};
-    const members = new Map<string, MongoClient>();
-    this.clients = createPoolSet<MongoClient | string, MongoClient>(
-      this.primaryClient,
+    const members = new Map<string, ClientSlot>();
+    const memberSlot = (id: string, host: string): ClientSlot => {
+      let slot = members.get(id);
+      if (!slot) {
+        slot = new ClientSlot(() =>
+          listened(
+            mongoClient(directMemberUri(options.uri, host), {
+              ...memberOptions,
+              directConnection: true,
+              readConcern: { level: this.readConcernLevel },
+              // Commands in read sessions are counted as round trips (see roundTrips()).
+              monitorCommands: true,
+            }),
+          ),
+        );
+        members.set(id, slot);
+      }
+      return slot;
+    };
+    this.clients = createPoolSet<string | undefined, ClientSlot>(
+      undefined,
       options.replicas,
-      (host, _role, id) => {
-        if (host === this.primaryClient) return this.primaryClient;
-        let client = members.get(id);
-        if (!client) {
-          client = mongoClient(directMemberUri(options.uri, host as string), {
-            ...memberOptions,
-            directConnection: true,
-            readConcern: { level: this.readConcernLevel },
-            // Commands in read sessions are counted as round trips (see roundTrips()).
-            monitorCommands: true,
-          });
-          members.set(id, client);
-        }
-        return client;
-      },
+      (host, _role, id) => (host === undefined ? this.primary : memberSlot(id, host)),
     );
     this.replicas = this.clients.replicaIds;
-    for (const client of this.clients.all()) this.sessionTrips.listen(client);
-    if (this.heartbeatMaxAgeMs > 0) {
-      for (const client of this.clients.all()) this.listenToHeartbeats(client, hostToId);
-    }
   }
 
   /** Commands of reads and writes, and how probes were answered (heartbeat cache or own hello). */
@@ -252,7 +262,8 @@ class MongoClusterAdapter implements MongoAdapter {
     context: ReadContext<MongoPosition>,
   ): Promise<ReadOutcome<T, MongoPosition>> {
     this.lifecycle.assertOpen();
-    const client = this.clients.node(target).read;
+    const slot = this.clients.node(target).read;
+    const client = slot.client;
     const { signal } = context;
     signal?.throwIfAborted();
     this.trips.read.operations++;
@@ -269,6 +280,9 @@ class MongoClusterAdapter implements MongoAdapter {
       const value = await untilAborted(fn(connection), signal);
       const observed = this.positionOf(session, 0);
       return observed === undefined ? { value } : { value, observed };
+    } catch (error) {
+      this.replaceAfter(slot, client, error);
+      throw error;
     } finally {
       this.sessionTrips.stop(session);
       // After an abort the operation may still be running: do not wait for it to end the session.
@@ -295,7 +309,7 @@ class MongoClusterAdapter implements MongoAdapter {
         'The MongoDB adapter does not run writes in a multi-document transaction (transaction: true). Each operation commits on its own; to group several, call connection.session.startTransaction() and commitTransaction() inside the callback.',
       );
     }
-    const client = this.primaryClient;
+    const client = this.primary.client;
     this.trips.write.operations++;
     const session = client.startSession({ causalConsistency: true });
     this.sessionTrips.start(session, this.trips.write);
@@ -317,6 +331,9 @@ class MongoClusterAdapter implements MongoAdapter {
         );
       }
       return { value, position };
+    } catch (error) {
+      this.replaceAfter(this.primary, client, error);
+      throw error;
     } finally {
       this.sessionTrips.stop(session);
       await session.endSession();
@@ -328,7 +345,7 @@ class MongoClusterAdapter implements MongoAdapter {
     context: ProbeContext<MongoPosition>,
   ): Promise<ProbeResult<MongoPosition>> {
     this.lifecycle.assertOpen();
-    const client = this.clients.replica(replicaId).monitor;
+    const slot = this.clients.replica(replicaId).monitor;
     const heartbeat = this.heartbeats.get(replicaId);
     let applied: MongoPosition;
     if (heartbeat && Date.now() - heartbeat.at <= this.heartbeatMaxAgeMs) {
@@ -337,7 +354,7 @@ class MongoClusterAdapter implements MongoAdapter {
       applied = heartbeat.position;
     } else {
       this.probesOverNetwork++;
-      applied = await this.helloPosition(client);
+      applied = await this.using(slot, (client) => this.helloPosition(client));
     }
     const primary = context.primary;
     return primary === undefined
@@ -352,7 +369,9 @@ class MongoClusterAdapter implements MongoAdapter {
    */
   async probePrimary(): Promise<MongoPosition> {
     this.lifecycle.assertOpen();
-    const reply = await this.primaryClient.db('admin').command({ hello: 1 });
+    const reply = await this.using(this.primary, (client) =>
+      client.db('admin').command({ hello: 1 }),
+    );
     const position = positionFromOpTime((reply.lastWrite as HelloLastWrite | undefined)?.opTime);
     this.knownTerm = Math.max(this.knownTerm, position.term);
     return position;
@@ -379,7 +398,8 @@ class MongoClusterAdapter implements MongoAdapter {
     context?: { signal: AbortSignal },
   ): Promise<WaitOutcome<MongoPosition>> => {
     this.lifecycle.assertOpen();
-    const client = this.clients.replica(replicaId).read;
+    const slot = this.clients.replica(replicaId).read;
+    const client = slot.client;
     if (waitCannotStart(timeoutMs, context?.signal)) return { outcome: 'timeout' };
     const session = client.startSession({ causalConsistency: false });
     // A token from another process names a time this client has not seen; a real server
@@ -416,18 +436,41 @@ class MongoClusterAdapter implements MongoAdapter {
       if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) {
         return { outcome: 'timeout' };
       }
+      this.replaceAfter(slot, client, error);
       throw error;
     }
   };
 
   isRetryable(error: unknown): boolean {
-    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError)
-      return true;
+    if (
+      error instanceof MongoNetworkError ||
+      error instanceof MongoServerSelectionError ||
+      // A client closed for good after a failed first connection: it has been replaced.
+      error instanceof MongoTopologyClosedError
+    ) {
+      return !this.lifecycle.closed;
+    }
     return error instanceof MongoServerError && RETRYABLE_CODES.has(Number(error.code));
   }
 
   close(): Promise<void> {
-    return this.lifecycle.close(() => this.clients.end((client) => client.close()));
+    return this.lifecycle.close(() => this.clients.end((slot) => slot.close()));
+  }
+
+  /** Run `work` on the slot's client, replacing the client when the driver closed it for good. */
+  private async using<T>(slot: ClientSlot, work: (client: MongoClient) => Promise<T>): Promise<T> {
+    const client = slot.client;
+    try {
+      return await work(client);
+    } catch (error) {
+      this.replaceAfter(slot, client, error);
+      throw error;
+    }
+  }
+
+  private replaceAfter(slot: ClientSlot, client: MongoClient, error: unknown): void {
+    // After close the clients are closed on purpose: nothing to replace.
+    if (!this.lifecycle.closed) slot.replaceAfter(client, error);
   }
 
   private listenToHeartbeats(client: MongoClient, hostToId: ReadonlyMap<string, string>): void {
@@ -459,7 +502,7 @@ class MongoClusterAdapter implements MongoAdapter {
   }
 
   private async oplogEntryAt(time: MongoTime): Promise<{ term: number } | 'absent' | 'truncated'> {
-    const oplog = this.primaryClient.db('local').collection('oplog.rs');
+    const oplog = this.primary.client.db('local').collection('oplog.rs');
     const entry = await oplog.findOne({ ts: toTimestamp(time) }, { projection: { t: 1 } });
     if (entry) return { term: Number(entry['t'] ?? 0) };
     const oldest = await oplog.findOne({}, { sort: { $natural: 1 }, projection: { ts: 1 } });
@@ -482,6 +525,35 @@ class MongoClusterAdapter implements MongoAdapter {
         hash: Buffer.from(signature.hash.buffer).toString('base64url'),
       },
     };
+  }
+}
+
+/**
+ * One driver client, replaced when the driver has closed it for good. When a client's first
+ * connection attempt fails (its member was down when first used), the driver closes the client's
+ * topology and every later operation fails with MongoTopologyClosedError, even once the member
+ * is back. The adapter replaces such a client, so the next operation connects afresh.
+ */
+class ClientSlot {
+  private current: MongoClient;
+
+  constructor(private readonly make: () => MongoClient) {
+    this.current = make();
+  }
+
+  get client(): MongoClient {
+    return this.current;
+  }
+
+  /** Replace `used` after `error` when it is the current client and was closed for good. */
+  replaceAfter(used: MongoClient, error: unknown): void {
+    if (!(error instanceof MongoTopologyClosedError) || used !== this.current) return;
+    this.current = this.make();
+    void used.close().catch(() => undefined);
+  }
+
+  close(): Promise<void> {
+    return this.current.close();
   }
 }
 
