@@ -179,7 +179,8 @@ export const contractNoLeakedTransaction: Scenario = {
   async run(ctx) {
     const { workload } = ctx;
     const ops = ctx.target.contract;
-    const adapter = ctx.adapter();
+    // One connection: the writes after the refused one reuse the connection it ran on.
+    const adapter = ctx.adapter({ singleConnection: true });
     const customer = ctx.nextId();
     const leaked = newOrder(ctx, customer, 'contract left open');
     const error = await failure(() =>
@@ -187,7 +188,6 @@ export const contractNoLeakedTransaction: Scenario = {
     );
     const next = newOrder(ctx, customer, 'contract next write');
     for (let i = 0; i < 3; i++) {
-      // Several writes, so a pooled connection that kept the transaction would be reused.
       const order = i === 0 ? next : newOrder(ctx, customer, `contract next ${i}`);
       await adapter.write((c) => workload.insertOrder(c, order), {});
     }
@@ -293,7 +293,8 @@ export const contractRetryable: Scenario = {
 /**
  * A read stops when its signal aborts: it rejects with the signal's reason within 2 s (the
  * statement would run 5 s), the reason is not retried, a signal aborted before the read keeps the
- * callback from running, and the next read works. Control: the same slow read without a signal
+ * callback from running, and the next read works on a pool of one connection (so the aborted
+ * connection was replaced). Control: the same slow read without a signal
  * really takes its time.
  */
 export const contractAbort: Scenario = {
@@ -302,7 +303,8 @@ export const contractAbort: Scenario = {
   freshCluster: false,
   async run(ctx) {
     const ops = ctx.target.contract;
-    const adapter = ctx.adapter();
+    // One connection: the read after the abort works only if the aborted one was replaced.
+    const adapter = ctx.adapter({ singleConnection: true });
     const [replica] = twoReplicas(ctx);
     const controller = new AbortController();
     const reason = new Error('caller gave up');
@@ -402,7 +404,7 @@ export const contractClosed: Scenario = {
       check(
         'waitFor-always-present',
         hasWait && waitOpen !== undefined,
-        hasWait ? `before close it answered ${JSON.stringify(waitOpen)}` : 'no waitFor',
+        hasWait ? `before close it answered ${waitOpen?.outcome}` : 'no waitFor',
       ),
     ];
     for (const [name, error] of Object.entries(open)) {

@@ -47,6 +47,11 @@ export interface AdapterNeeds {
    * retryable-error check): its reads and probes must fail as retryable.
    */
   readonly unreachableReplica?: string;
+  /**
+   * One connection per pool (where the adapter pools them): a check then sees whether a
+   * connection the adapter had to give up was replaced, since no other one could serve.
+   */
+  readonly singleConnection?: boolean;
 }
 
 /**

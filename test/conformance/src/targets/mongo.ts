@@ -144,6 +144,9 @@ function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}): MongoAdapter {
     allowNonMajorityWrites: lossy,
     // A killed member must fail a read in seconds, not after the driver's 30 s default; the
     // driver's heartbeats (every 500 ms) answer the monitor's probes without extra round trips.
+    // `needs.singleConnection` does not apply: the driver cannot stop an operation it sent, so
+    // an aborted read keeps its connection until the server answers, and the driver's own pool
+    // opens another for the next read.
     clientOptions: { serverSelectionTimeoutMS: 2000, heartbeatFrequencyMS: 500 },
   });
 }

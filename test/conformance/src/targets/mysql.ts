@@ -128,7 +128,7 @@ function adapterFor(target: MysqlClusterTarget, cluster: Cluster, needs: Adapter
     flavour: flavourOf(target),
     primary: cluster.primary().url,
     replicas,
-    poolSize: 4,
+    poolSize: needs.singleConnection ? 1 : 4,
   });
 }
 

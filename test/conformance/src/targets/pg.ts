@@ -73,7 +73,12 @@ function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}) {
   const replicas: Record<string, string> = {};
   for (const node of cluster.replicas()) if (node.running) replicas[node.name] = node.url;
   if (needs.unreachableReplica) replicas[needs.unreachableReplica] = UNREACHABLE_URL;
-  return createPgAdapter({ primary: cluster.primary().url, replicas, wait: 'auto', poolSize: 4 });
+  return createPgAdapter({
+    primary: cluster.primary().url,
+    replicas,
+    wait: 'auto',
+    poolSize: needs.singleConnection ? 1 : 4,
+  });
 }
 
 /** The PostgreSQL adapter against a local cluster of the given server version. */
