@@ -1,6 +1,19 @@
 import { type AdapterErrorCode, ConfigError, TidemarkError } from '../errors.js';
 
 /**
+ * Base of the errors an adapter throws itself, for failures only its database shows: a stable
+ * `code` of the adapter's own (`TIDEMARK_PG_...`). Never retryable: the same call would fail the
+ * same way.
+ */
+export class AdapterError<C extends AdapterErrorCode = AdapterErrorCode> extends TidemarkError {
+  declare readonly code: C;
+
+  constructor(code: C, message: string, options?: { cause?: unknown }) {
+    super(code, message, options?.cause === undefined ? {} : { cause: options.cause });
+  }
+}
+
+/**
  * A read or probe named a replica id the adapter was not configured with. A `ConfigError`
  * (code `TIDEMARK_CONFIG`): the id comes from the caller's configuration, not from the database.
  */
@@ -20,7 +33,7 @@ export class UnknownReplicaError extends ConfigError {
  * callback would do the same again. Each adapter keeps its own stable `code` (for example
  * `TIDEMARK_PG_TRANSACTION_LEFT_OPEN`) so that existing matches keep working.
  */
-export class TransactionLeftOpenError extends TidemarkError {
+export class TransactionLeftOpenError extends AdapterError {
   constructor(code: AdapterErrorCode) {
     super(
       code,

@@ -16,6 +16,7 @@ export type {
 } from '../adapter.js';
 export { PRIMARY } from '../adapter.js';
 export {
+  AdapterError,
   errorMessage,
   TransactionLeftOpenError,
   UnknownReplicaError,
