@@ -24,7 +24,8 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
     try {
       // The moment between pg-pool's checkout (it drops its idle listener) and the lease taking
       // over: what a server killed right then delivers must not crash the process.
-      const pool = (adapter as unknown as { primaryRead: import('pg').Pool }).primaryRead;
+      const pool = (adapter as unknown as { pools: { primary: { read: import('pg').Pool } } }).pools
+        .primary.read;
       const client = await pool.connect();
       try {
         expect(() => client.emit('error', new Error('terminating connection'))).not.toThrow();
