@@ -1,16 +1,32 @@
 import {
-  type Adapter,
-  type CapturedWrite,
+  ConfigError,
   type PositionCodec,
-  PRIMARY,
-  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
-  type ReadContext,
   type ReadOutcome,
   TidemarkError,
-  type WaitOutcome,
 } from '@tidemark/core';
+import {
+  type Adapter,
+  AdapterLifecycle,
+  type CapturedWrite,
+  createPoolSet,
+  errorMessage,
+  type PoolSet,
+  type PrimaryVerdict,
+  type ReadContext,
+  RoundTripCounters,
+  type RoundTrips,
+  requireOptionsObject,
+  TransactionLeftOpenError,
+  validateNonEmptyString,
+  validateNonNegative,
+  validateOneOf,
+  validateReplicas,
+  type WaitOutcome,
+  type WriteOptions,
+  waitCannotStart,
+} from '@tidemark/core/adapter';
 import {
   BSON,
   type ClientSession,
@@ -21,12 +37,14 @@ import {
   MongoNetworkError,
   MongoServerError,
   MongoServerSelectionError,
+  MongoTopologyClosedError,
 } from 'mongodb';
-import { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
+import { MajorityWriteConcernRequiredError, MongoErrorCode, unexpectedReply } from './errors.js';
 import { HistoryBook, historyAwareCodec } from './history.js';
 import { directMemberUri } from './member-uri.js';
 import { compareTimes, type MongoPosition, type MongoTime } from './position.js';
 import { readOnlyClient } from './read-only.js';
+import { SessionTrips } from './session-trips.js';
 import { WriteTerms } from './write-terms.js';
 
 /** What read and write callbacks receive. Pass `{ session }` to every operation. */
@@ -35,6 +53,11 @@ export interface MongoConnection {
   readonly db: Db;
   /** Causally consistent session whose operationTime becomes the position. */
   readonly session: ClientSession;
+  /**
+   * The read's `ReadContext.signal` (undefined for writes): pass it to driver operations that
+   * accept one. The adapter stops waiting for the callback when it aborts either way.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface MongoAdapterOptions {
@@ -74,6 +97,49 @@ export interface MongoAdapterStats {
   readonly probesOverNetwork: number;
 }
 
+/**
+ * What the adapter cost: commands sent in the sessions of reads and writes (seen through the
+ * driver's command monitoring; one command is one round trip), and how probes were answered.
+ */
+export interface MongoRoundTrips extends RoundTrips, MongoAdapterStats {}
+
+/** The adapter for a {@link Router}: positions are operationTimes with term and cluster time. */
+export interface MongoAdapter extends Adapter<MongoPosition, MongoConnection> {
+  /**
+   * Always present: a `find` with `afterClusterTime` and `maxTimeMS` on the member. The context
+   * is optional here (the router always passes one).
+   */
+  readonly waitFor: (
+    replicaId: string,
+    position: MongoPosition,
+    timeoutMs: number,
+    context?: { signal: AbortSignal },
+  ) => Promise<WaitOutcome<MongoPosition>>;
+  /** The primary's newest write; the context is optional here. */
+  probePrimary(context?: { signal: AbortSignal }): Promise<MongoPosition>;
+  readonly classifyAgainstPrimary: NonNullable<
+    Adapter<MongoPosition, MongoConnection>['classifyAgainstPrimary']
+  >;
+  write<T>(
+    fn: (connection: MongoConnection) => Promise<T>,
+    options?: WriteOptions,
+  ): Promise<CapturedWrite<T, MongoPosition>>;
+  roundTrips(): MongoRoundTrips;
+  /** @deprecated Use {@link MongoAdapter.roundTrips}, which reports the same probe counts. */
+  stats(): MongoAdapterStats;
+}
+
+/**
+ * Create the MongoDB adapter for a {@link Router}: writes on the replica-set client, reads on a
+ * direct client per member. Clients are created now and connect lazily.
+ *
+ * @throws ConfigError on invalid options (MajorityWriteConcernRequiredError for a write concern
+ *   other than `majority` without `allowNonMajorityWrites`).
+ */
+export function createMongoAdapter(options: MongoAdapterOptions): MongoAdapter {
+  return new MongoClusterAdapter(options);
+}
+
 /** Server error codes that mean "this member cannot serve now", worth one retry elsewhere. */
 const RETRYABLE_CODES = new Set([6, 7, 89, 91, 189, 9001, 10107, 11600, 11602, 13435, 13436]);
 const MAX_TIME_EXPIRED = 50;
@@ -90,15 +156,20 @@ interface HelloLastWrite {
  * signed cluster time), captured from the write's own reply; reads go to the member the router
  * chose over a direct connection; bounded waits use afterClusterTime with maxTimeMS.
  */
-export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
+class MongoClusterAdapter implements MongoAdapter {
   /**
    * {@link mongoPositionCodec} plus history: after an election, a position from an earlier term
    * counts as covered only once the primary's oplog showed it survived.
    */
   readonly codec: PositionCodec<MongoPosition>;
   readonly replicas: readonly string[];
-  private readonly primaryClient: MongoClient;
-  private readonly memberClients = new Map<string, MongoClient>();
+  /** The replica-set client: writes, primary reads and probes, oplog lookups. */
+  private readonly primary: ClientSlot;
+  /** The replica-set client serves every role on the primary; one direct client per member. */
+  private readonly clients: PoolSet<ClientSlot>;
+  private readonly lifecycle = new AdapterLifecycle('MongoDB');
+  private readonly trips = new RoundTripCounters();
+  private readonly sessionTrips = new SessionTrips();
   private readonly database: string;
   private readonly readConcernLevel: 'majority' | 'local';
   private readonly waitCollection: string;
@@ -113,44 +184,66 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
   private probesOverNetwork = 0;
 
   constructor(options: MongoAdapterOptions) {
+    validateOptions(options);
     this.database = options.database;
     this.readConcernLevel = options.readConcernLevel ?? 'majority';
     this.waitCollection = options.waitCollection ?? 'tidemark_wait';
-    this.primaryClient = new MongoClient(options.uri, {
-      ...options.clientOptions,
-      monitorCommands: true,
-    });
-    this.writeTerms = new WriteTerms(this.primaryClient);
+    this.writeTerms = new WriteTerms();
     this.history = new HistoryBook((time) => this.oplogEntryAt(time));
     this.codec = historyAwareCodec(this.history);
-    const w = this.primaryClient.options.writeConcern?.w;
-    if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
-      throw new MajorityWriteConcernRequiredError(w);
-    }
     this.heartbeatMaxAgeMs = options.heartbeatMaxAgeMs ?? 1000;
-    this.replicas = Object.keys(options.replicas);
     const hostToId = new Map(
       Object.entries(options.replicas).map(([id, host]) => [host.toLowerCase(), id]),
     );
-    for (const [id, host] of Object.entries(options.replicas)) {
-      const { replicaSet: _ignored, ...memberOptions } = options.clientOptions ?? {};
-      this.memberClients.set(
-        id,
-        new MongoClient(directMemberUri(options.uri, host), {
-          ...memberOptions,
-          directConnection: true,
-          readConcern: { level: this.readConcernLevel },
-        }),
-      );
+    // Every client, and every replacement of one, gets the same listeners.
+    const listened = (client: MongoClient): MongoClient => {
+      this.sessionTrips.listen(client);
+      if (this.heartbeatMaxAgeMs > 0) this.listenToHeartbeats(client, hostToId);
+      return client;
+    };
+    this.primary = new ClientSlot(() => {
+      const client = mongoClient(options.uri, { ...options.clientOptions, monitorCommands: true });
+      this.writeTerms.listen(client);
+      return listened(client);
+    });
+    const w = this.primary.client.options.writeConcern?.w;
+    if (w !== 'majority' && options.allowNonMajorityWrites !== true) {
+      void this.primary.close().catch(() => undefined);
+      throw new MajorityWriteConcernRequiredError(w);
     }
-    if (this.heartbeatMaxAgeMs > 0) {
-      for (const client of [this.primaryClient, ...this.memberClients.values()]) {
-        this.listenToHeartbeats(client, hostToId);
+    const { replicaSet: _ignored, ...memberOptions } = options.clientOptions ?? {};
+    const members = new Map<string, ClientSlot>();
+    const memberSlot = (id: string, host: string): ClientSlot => {
+      let slot = members.get(id);
+      if (!slot) {
+        slot = new ClientSlot(() =>
+          listened(
+            mongoClient(directMemberUri(options.uri, host), {
+              ...memberOptions,
+              directConnection: true,
+              readConcern: { level: this.readConcernLevel },
+              // Commands in read sessions are counted as round trips (see roundTrips()).
+              monitorCommands: true,
+            }),
+          ),
+        );
+        members.set(id, slot);
       }
-    }
+      return slot;
+    };
+    this.clients = createPoolSet<string | undefined, ClientSlot>(
+      undefined,
+      options.replicas,
+      (host, _role, id) => (host === undefined ? this.primary : memberSlot(id, host)),
+    );
+    this.replicas = this.clients.replicaIds;
   }
 
-  /** How probes were answered so far (heartbeat cache versus own round trips). */
+  /** Commands of reads and writes, and how probes were answered (heartbeat cache or own hello). */
+  roundTrips(): MongoRoundTrips {
+    return { ...this.trips.snapshot(), ...this.stats() };
+  }
+
   stats(): MongoAdapterStats {
     return {
       probesFromHeartbeats: this.probesFromHeartbeats,
@@ -168,8 +261,14 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     fn: (connection: MongoConnection) => Promise<T>,
     context: ReadContext<MongoPosition>,
   ): Promise<ReadOutcome<T, MongoPosition>> {
-    const client = this.client(target);
+    this.lifecycle.assertOpen();
+    const slot = this.clients.node(target).read;
+    const client = slot.client;
+    const { signal } = context;
+    signal?.throwIfAborted();
+    this.trips.read.operations++;
     const session = client.startSession({ causalConsistency: true });
+    this.sessionTrips.start(session, this.trips.read);
     try {
       const required = context.required;
       if (required) {
@@ -177,21 +276,49 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
         session.advanceOperationTime(toTimestamp(required.time));
       }
       const readOnly = readOnlyClient(client);
-      const value = await fn({ client: readOnly, db: readOnly.db(this.database), session });
+      const connection = { client: readOnly, db: readOnly.db(this.database), session, signal };
+      const value = await untilAborted(fn(connection), signal);
       const observed = this.positionOf(session, 0);
       return observed === undefined ? { value } : { value, observed };
+    } catch (error) {
+      this.replaceAfter(slot, client, error);
+      throw error;
     } finally {
-      await session.endSession();
+      this.sessionTrips.stop(session);
+      // After an abort the operation may still be running: do not wait for it to end the session.
+      if (signal?.aborted) void session.endSession().catch(() => undefined);
+      else await session.endSession();
     }
   }
 
+  /**
+   * Runs `fn` on the primary in a causally consistent session; each operation commits on its own.
+   * `transaction: true` (a multi-document transaction run by the adapter) is refused with
+   * `TIDEMARK_MONGO_TRANSACTION_UNSUPPORTED` before anything runs; the default (undefined) and
+   * `false` mean the same here. A callback that starts a transaction in the session must commit
+   * it: one left open is aborted and the write fails with `TIDEMARK_MONGO_TRANSACTION_LEFT_OPEN`.
+   */
   async write<T>(
     fn: (connection: MongoConnection) => Promise<T>,
+    options: WriteOptions = {},
   ): Promise<CapturedWrite<T, MongoPosition>> {
-    const client = this.primaryClient;
+    this.lifecycle.assertOpen();
+    if (options.transaction === true) {
+      throw new TidemarkError(
+        MongoErrorCode.TransactionUnsupported,
+        'The MongoDB adapter does not run writes in a multi-document transaction (transaction: true). Each operation commits on its own; to group several, call connection.session.startTransaction() and commitTransaction() inside the callback.',
+      );
+    }
+    const client = this.primary.client;
+    this.trips.write.operations++;
     const session = client.startSession({ causalConsistency: true });
+    this.sessionTrips.start(session, this.trips.write);
     try {
       const value = await fn({ client, db: client.db(this.database), session });
+      if (session.inTransaction()) {
+        await session.abortTransaction().catch(() => undefined);
+        throw new TransactionLeftOpenError(MongoErrorCode.TransactionLeftOpen);
+      }
       // The write's own reply set operationTime on the session and named the term (seen by
       // command monitoring): no extra round trip.
       const term =
@@ -204,7 +331,11 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
         );
       }
       return { value, position };
+    } catch (error) {
+      this.replaceAfter(this.primary, client, error);
+      throw error;
     } finally {
+      this.sessionTrips.stop(session);
       await session.endSession();
     }
   }
@@ -213,6 +344,8 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
     replicaId: string,
     context: ProbeContext<MongoPosition>,
   ): Promise<ProbeResult<MongoPosition>> {
+    this.lifecycle.assertOpen();
+    const slot = this.clients.replica(replicaId).monitor;
     const heartbeat = this.heartbeats.get(replicaId);
     let applied: MongoPosition;
     if (heartbeat && Date.now() - heartbeat.at <= this.heartbeatMaxAgeMs) {
@@ -221,7 +354,7 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
       applied = heartbeat.position;
     } else {
       this.probesOverNetwork++;
-      applied = await this.helloPosition(this.client(replicaId));
+      applied = await this.using(slot, (client) => this.helloPosition(client));
     }
     const primary = context.primary;
     return primary === undefined
@@ -235,7 +368,10 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
    * the majority point.
    */
   async probePrimary(): Promise<MongoPosition> {
-    const reply = await this.primaryClient.db('admin').command({ hello: 1 });
+    this.lifecycle.assertOpen();
+    const reply = await this.using(this.primary, (client) =>
+      client.db('admin').command({ hello: 1 }),
+    );
     const position = positionFromOpTime((reply.lastWrite as HelloLastWrite | undefined)?.opTime);
     this.knownTerm = Math.max(this.knownTerm, position.term);
     return position;
@@ -246,18 +382,25 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
    * in the primary's oplog with that term? One `local.oplog.rs` lookup per distinct position,
    * remembered; the adapter's user needs read access to `local` for it.
    */
-  classifyAgainstPrimary(primary: MongoPosition, required: MongoPosition): Promise<PrimaryVerdict> {
-    return this.history.classify(primary, required);
-  }
+  readonly classifyAgainstPrimary = (
+    primary: MongoPosition,
+    required: MongoPosition,
+  ): Promise<PrimaryVerdict> => this.history.classify(primary, required);
 
-  /** Server-side wait: a find with afterClusterTime and maxTimeMS on the member itself. */
-  async waitFor(
+  /**
+   * Server-side wait: a find with afterClusterTime and maxTimeMS on the member itself. An arrow
+   * function, so the router may call it detached from the adapter.
+   */
+  readonly waitFor = async (
     replicaId: string,
     position: MongoPosition,
     timeoutMs: number,
     context?: { signal: AbortSignal },
-  ): Promise<WaitOutcome<MongoPosition>> {
-    const client = this.client(replicaId);
+  ): Promise<WaitOutcome<MongoPosition>> => {
+    this.lifecycle.assertOpen();
+    const slot = this.clients.replica(replicaId).read;
+    const client = slot.client;
+    if (waitCannotStart(timeoutMs, context?.signal)) return { outcome: 'timeout' };
     const session = client.startSession({ causalConsistency: false });
     // A token from another process names a time this client has not seen; a real server
     // rejects afterClusterTime beyond the gossiped cluster time, so gossip the signed one.
@@ -293,28 +436,41 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
       if (error instanceof MongoServerError && error.code === MAX_TIME_EXPIRED) {
         return { outcome: 'timeout' };
       }
+      this.replaceAfter(slot, client, error);
+      throw error;
+    }
+  };
+
+  isRetryable(error: unknown): boolean {
+    if (
+      error instanceof MongoNetworkError ||
+      error instanceof MongoServerSelectionError ||
+      // A client closed for good after a failed first connection: it has been replaced.
+      error instanceof MongoTopologyClosedError
+    ) {
+      return !this.lifecycle.closed;
+    }
+    return error instanceof MongoServerError && RETRYABLE_CODES.has(Number(error.code));
+  }
+
+  close(): Promise<void> {
+    return this.lifecycle.close(() => this.clients.end((slot) => slot.close()));
+  }
+
+  /** Run `work` on the slot's client, replacing the client when the driver closed it for good. */
+  private async using<T>(slot: ClientSlot, work: (client: MongoClient) => Promise<T>): Promise<T> {
+    const client = slot.client;
+    try {
+      return await work(client);
+    } catch (error) {
+      this.replaceAfter(slot, client, error);
       throw error;
     }
   }
 
-  isRetryable(error: unknown): boolean {
-    if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError)
-      return true;
-    return error instanceof MongoServerError && RETRYABLE_CODES.has(Number(error.code));
-  }
-
-  async close(): Promise<void> {
-    await Promise.all([
-      this.primaryClient.close(),
-      ...[...this.memberClients.values()].map((client) => client.close()),
-    ]);
-  }
-
-  private client(target: string): MongoClient {
-    if (target === PRIMARY) return this.primaryClient;
-    const client = this.memberClients.get(target);
-    if (!client) throw new Error(`@tidemark/mongodb: unknown replica id ${JSON.stringify(target)}`);
-    return client;
+  private replaceAfter(slot: ClientSlot, client: MongoClient, error: unknown): void {
+    // After close the clients are closed on purpose: nothing to replace.
+    if (!this.lifecycle.closed) slot.replaceAfter(client, error);
   }
 
   private listenToHeartbeats(client: MongoClient, hostToId: ReadonlyMap<string, string>): void {
@@ -346,7 +502,7 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
   }
 
   private async oplogEntryAt(time: MongoTime): Promise<{ term: number } | 'absent' | 'truncated'> {
-    const oplog = this.primaryClient.db('local').collection('oplog.rs');
+    const oplog = this.primary.client.db('local').collection('oplog.rs');
     const entry = await oplog.findOne({ ts: toTimestamp(time) }, { projection: { t: 1 } });
     if (entry) return { term: Number(entry['t'] ?? 0) };
     const oldest = await oplog.findOne({}, { sort: { $natural: 1 }, projection: { ts: 1 } });
@@ -369,6 +525,35 @@ export class MongoAdapter implements Adapter<MongoPosition, MongoConnection> {
         hash: Buffer.from(signature.hash.buffer).toString('base64url'),
       },
     };
+  }
+}
+
+/**
+ * One driver client, replaced when the driver has closed it for good. When a client's first
+ * connection attempt fails (its member was down when first used), the driver closes the client's
+ * topology and every later operation fails with MongoTopologyClosedError, even once the member
+ * is back. The adapter replaces such a client, so the next operation connects afresh.
+ */
+class ClientSlot {
+  private current: MongoClient;
+
+  constructor(private readonly make: () => MongoClient) {
+    this.current = make();
+  }
+
+  get client(): MongoClient {
+    return this.current;
+  }
+
+  /** Replace `used` after `error` when it is the current client and was closed for good. */
+  replaceAfter(used: MongoClient, error: unknown): void {
+    if (!(error instanceof MongoTopologyClosedError) || used !== this.current) return;
+    this.current = this.make();
+    void used.close().catch(() => undefined);
+  }
+
+  close(): Promise<void> {
+    return this.current.close();
   }
 }
 
@@ -411,7 +596,9 @@ function settleWithin<T>(
 
 function positionFromOpTime(opTime: HelloLastWrite['opTime']): MongoPosition {
   if (!opTime?.ts) {
-    throw new Error('hello reply has no lastWrite optime: is this member part of a replica set?');
+    throw unexpectedReply(
+      'hello reply has no lastWrite optime: is this member part of a replica set?',
+    );
   }
   return { time: fromTimestamp(opTime.ts), term: Number(opTime.t ?? 0) };
 }
@@ -433,3 +620,69 @@ function toClusterTime(signed: NonNullable<MongoPosition['clusterTime']>): Clust
     },
   };
 }
+
+/**
+ * `work`, or the signal's reason as soon as it aborts. The driver cannot stop most operations
+ * once sent, so the caller is answered at once and the operation's late result is dropped.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  work.catch(() => undefined);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** A driver client; a URI the driver cannot parse is a configuration error, said at startup. */
+function mongoClient(uri: string, options: MongoClientOptions): MongoClient {
+  try {
+    return new MongoClient(uri, options);
+  } catch (error) {
+    throw new ConfigError(
+      `The MongoDB URI or client options are not usable: ${errorMessage(error)}`,
+    );
+  }
+}
+
+function validateOptions(options: MongoAdapterOptions): void {
+  requireOptionsObject(
+    options,
+    'createMongoAdapter needs an options object with uri, database and replicas.',
+  );
+  validateNonEmptyString('uri', options.uri, true);
+  validateNonEmptyString('database', options.database, true);
+  validateReplicas(options.replicas, '`host:port` strings', (name, host) => {
+    if (typeof host !== 'string' || !/^[^\s/]+:\d+$/.test(host)) {
+      throw new ConfigError(`${name} must be a \`host:port\` string, got ${JSON.stringify(host)}.`);
+    }
+  });
+  if (
+    options.clientOptions !== undefined &&
+    (options.clientOptions === null || typeof options.clientOptions !== 'object')
+  ) {
+    throw new ConfigError('clientOptions must be an object of MongoClient options.');
+  }
+  validateOneOf('readConcernLevel', options.readConcernLevel, ['majority', 'local']);
+  validateNonEmptyString('waitCollection', options.waitCollection);
+  validateNonNegative('heartbeatMaxAgeMs', options.heartbeatMaxAgeMs);
+}
+
+/**
+ * The class behind {@link createMongoAdapter}, kept so that `new MongoAdapter(options)` goes on
+ * working for now.
+ *
+ * @deprecated Use {@link createMongoAdapter}.
+ */
+export const MongoAdapter: new (options: MongoAdapterOptions) => MongoAdapter = MongoClusterAdapter;

@@ -1,8 +1,10 @@
 export {
+  createMongoAdapter,
   MongoAdapter,
   type MongoAdapterOptions,
   type MongoAdapterStats,
   type MongoConnection,
+  type MongoRoundTrips,
 } from './adapter.js';
 export { MajorityWriteConcernRequiredError, MongoErrorCode } from './errors.js';
 export {

@@ -32,8 +32,8 @@ export class WriteTerms {
   private readonly pending = new Map<number, string>();
   private readonly bySession = new Map<string, number>();
 
-  /** Listen on a client created with `monitorCommands: true`. */
-  constructor(client: MongoClient) {
+  /** Listen on a client created with `monitorCommands: true` (each replacement client too). */
+  listen(client: MongoClient): void {
     client.on('commandStarted', (event: CommandStartedEvent) => {
       if (!WRITE_COMMANDS.has(event.commandName)) return;
       const key = sessionKey(event.command.lsid);

@@ -6,8 +6,9 @@ import { MongoReplicaSetSimulator, type SimulatorBson } from '@tidemark/test-clu
 import { BSON } from 'mongodb';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  createMongoAdapter,
   HistoryBook,
-  MongoAdapter,
+  type MongoAdapter,
   type MongoConnection,
   MongoErrorCode,
   type MongoPosition,
@@ -36,7 +37,7 @@ function adapterFor(simulator: MongoReplicaSetSimulator, w: 'majority' | '1' = '
   for (const member of simulator.members) {
     if (member.role === 'secondary' && !member.down) replicas[member.name] = member.host;
   }
-  const adapter = new MongoAdapter({
+  const adapter = createMongoAdapter({
     uri: `${simulator.uri}&w=${w}&serverSelectionTimeoutMS=2000`,
     database: DATABASE,
     replicas,

@@ -2,6 +2,8 @@
 // SIMULATOR (no real mongod is obtainable here). It proves what the adapter sends and how the
 // router decides, not how a real mongod behaves.
 import {
+  ConfigError,
+  ErrorCode,
   ReplicasBehindError,
   Router,
   type RouterOptions,
@@ -12,10 +14,12 @@ import { MongoReplicaSetSimulator } from '@tidemark/test-clusters';
 import { BSON, MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  createMongoAdapter,
   MajorityWriteConcernRequiredError,
   MongoAdapter,
   type MongoAdapterOptions,
   type MongoConnection,
+  MongoErrorCode,
   type MongoPosition,
 } from '../src/index.js';
 
@@ -81,7 +85,7 @@ describe('MongoAdapter configuration', () => {
   it('refuses a write concern other than majority with a typed config error', () => {
     let thrown: unknown;
     try {
-      new MongoAdapter(adapterOptions({}, 'w=1'));
+      createMongoAdapter(adapterOptions({}, 'w=1'));
     } catch (error) {
       thrown = error;
     }
@@ -91,7 +95,94 @@ describe('MongoAdapter configuration', () => {
   });
 
   it('accepts w=1 only with the explicit opt-out', async () => {
-    const adapter = new MongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1'));
+    const adapter = createMongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1'));
+    await adapter.close();
+  });
+
+  it.each([
+    ['no options', undefined],
+    ['no uri', { database: DATABASE, replicas: {} }],
+    ['an empty database', { uri: 'mongodb://127.0.0.1:1/?w=majority', database: '', replicas: {} }],
+    ['no replicas object', { uri: 'mongodb://127.0.0.1:1/?w=majority', database: DATABASE }],
+    [
+      'a replica named primary',
+      {
+        uri: 'mongodb://127.0.0.1:1/?w=majority',
+        database: DATABASE,
+        replicas: { primary: 'h:1' },
+      },
+    ],
+    [
+      'a replica that is not host:port',
+      { uri: 'mongodb://127.0.0.1:1/?w=majority', database: DATABASE, replicas: { r1: 'h' } },
+    ],
+    [
+      'an unknown read concern level',
+      {
+        uri: 'mongodb://127.0.0.1:1/?w=majority',
+        database: DATABASE,
+        replicas: {},
+        readConcernLevel: 'snapshot',
+      },
+    ],
+    [
+      'a negative heartbeat age',
+      {
+        uri: 'mongodb://127.0.0.1:1/?w=majority',
+        database: DATABASE,
+        replicas: {},
+        heartbeatMaxAgeMs: -1,
+      },
+    ],
+    ['a URI the driver cannot parse', { uri: 'http://x', database: DATABASE, replicas: {} }],
+  ])('rejects %s with a ConfigError', (_name, options) => {
+    expect(() => createMongoAdapter(options as unknown as MongoAdapterOptions)).toThrow(
+      ConfigError,
+    );
+  });
+
+  it('names an unknown replica with a typed ConfigError, refuses transaction: true, and counts round trips', async () => {
+    const adapter = createMongoAdapter(adapterOptions());
+    try {
+      expect(adapter.replicas).toEqual(['secondary1', 'secondary2']);
+      await expect(adapter.read('nope', async () => 1, {})).rejects.toThrow(ConfigError);
+      await expect(
+        adapter.probe('nope', { signal: new AbortController().signal, primary: undefined }),
+      ).rejects.toMatchObject({ code: ErrorCode.Config });
+      let ran = false;
+      await expect(
+        adapter.write(
+          async () => {
+            ran = true;
+          },
+          { transaction: true },
+        ),
+      ).rejects.toMatchObject({ code: MongoErrorCode.TransactionUnsupported });
+      expect(ran).toBe(false);
+      await adapter.write(
+        ({ db, session }) => db.collection('items').insertOne({ key: 'trips' }, { session }),
+        {},
+      );
+      await adapter.read(
+        'primary',
+        ({ db, session }) => db.collection('items').findOne({ key: 'trips' }, { session }),
+        {},
+      );
+      // One insert, one find: the driver sends one command per operation in the session.
+      expect(adapter.roundTrips()).toMatchObject({
+        writes: 1,
+        roundTrips: 1,
+        reads: 1,
+        readRoundTrips: 1,
+      });
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('keeps the deprecated class name and stats() working', async () => {
+    const adapter = new MongoAdapter(adapterOptions());
+    expect(adapter.stats()).toEqual({ probesFromHeartbeats: 0, probesOverNetwork: 0 });
     await adapter.close();
   });
 });
@@ -99,7 +190,7 @@ describe('MongoAdapter configuration', () => {
 describe('read-your-writes through the core Router (simulator)', () => {
   it('captures the position from the write reply: zero extra round trips to the primary', async () => {
     resumeAll();
-    const router = await startRouter(new MongoAdapter(adapterOptions()));
+    const router = await startRouter(createMongoAdapter(adapterOptions()));
     const session = new Session();
     const before = simulator.commandLog.length;
     await router.write(session, ({ db, session: s }) =>
@@ -120,7 +211,7 @@ describe('read-your-writes through the core Router (simulator)', () => {
     resumeAll();
     // Round-robin, so that a router that ignored positions would send half the reads to
     // secondary2 (least-lag breaks ties by order and would hide that).
-    const router = await startRouter(new MongoAdapter(adapterOptions()), {
+    const router = await startRouter(createMongoAdapter(adapterOptions()), {
       selection: 'round-robin',
     });
     const naive = await naiveClient('secondary2');
@@ -154,7 +245,7 @@ describe('read-your-writes through the core Router (simulator)', () => {
   it('both secondaries paused (w=1 opt-out): 0 misses via the primary; naive reads miss', async () => {
     resumeAll();
     const router = await startRouter(
-      new MongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
+      createMongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
       { wait: { budgetMs: 20 }, fallback: { ratePerSecond: 1000, burst: 1000 } },
     );
     const naive = await naiveClient('secondary1');
@@ -191,8 +282,8 @@ describe('read-your-writes through the core Router (simulator)', () => {
   it('a token carried to another process (new Router and Session) still reads its write', async () => {
     resumeAll();
     simulator.pause('secondary2');
-    const writer = await startRouter(new MongoAdapter(adapterOptions()));
-    const reader = await startRouter(new MongoAdapter(adapterOptions()));
+    const writer = await startRouter(createMongoAdapter(adapterOptions()));
+    const reader = await startRouter(createMongoAdapter(adapterOptions()));
     const tokens = new TokenCodec();
     let misses = 0;
     for (let n = 0; n < 20; n++) {
@@ -216,7 +307,7 @@ describe('bounded wait (afterClusterTime + maxTimeMS on the member, simulator)',
   it('succeeds when a paused secondary resumes within the budget', async () => {
     resumeAll();
     const router = await startRouter(
-      new MongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
+      createMongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
       { wait: { budgetMs: 3000 }, fallback: { enabled: false } },
     );
     simulator.pause('secondary1');
@@ -254,11 +345,11 @@ describe('bounded wait (afterClusterTime + maxTimeMS on the member, simulator)',
 
   it('the server-side wait answers timeout (code 50) when the member stays paused', async () => {
     resumeAll();
-    const adapter = new MongoAdapter(adapterOptions());
+    const adapter = createMongoAdapter(adapterOptions());
     closers.push(() => adapter.close());
     simulator.pause('secondary2');
     const session = new Session();
-    const router = await startRouter(new MongoAdapter(adapterOptions()));
+    const router = await startRouter(createMongoAdapter(adapterOptions()));
     await router.write(session, ({ db, session: s }) =>
       db.collection('items').insertOne({ key: 'wait-2' }, { session: s }),
     );
@@ -275,7 +366,7 @@ describe('bounded wait (afterClusterTime + maxTimeMS on the member, simulator)',
   it('fallback disabled and the wait budget spent: ReplicasBehindError', async () => {
     resumeAll();
     const router = await startRouter(
-      new MongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
+      createMongoAdapter(adapterOptions({ allowNonMajorityWrites: true }, 'w=1')),
       { wait: { budgetMs: 100 }, fallback: { enabled: false } },
     );
     simulator.pause('secondary1');
@@ -296,7 +387,7 @@ describe('bounded wait (afterClusterTime + maxTimeMS on the member, simulator)',
 describe('monotonic reads and monitoring (simulator)', () => {
   it("raises a fresh session's token to what its read observed on the member", async () => {
     resumeAll();
-    const router = await startRouter(new MongoAdapter(adapterOptions()));
+    const router = await startRouter(createMongoAdapter(adapterOptions()));
     const writer = new Session();
     await router.write(writer, ({ db, session: s }) =>
       db.collection('items').insertOne({ key: 'mono-1' }, { session: s }),
@@ -317,12 +408,12 @@ describe('monotonic reads and monitoring (simulator)', () => {
   it('answers probes from driver heartbeats instead of its own hello round trips', async () => {
     resumeAll();
     const measure = async (heartbeatMaxAgeMs: number) => {
-      const adapter = new MongoAdapter(
+      const adapter = createMongoAdapter(
         adapterOptions({ heartbeatMaxAgeMs, clientOptions: { heartbeatFrequencyMS: 500 } }),
       );
       const router = await startRouter(adapter, { monitorOptions: { intervalMs: 100 } });
       await new Promise((resolve) => setTimeout(resolve, 2000));
-      const stats = adapter.stats();
+      const stats = adapter.roundTrips();
       await router.close();
       return stats;
     };

@@ -1,21 +1,36 @@
 import {
-  type Adapter,
-  type CapturedWrite,
   ConfigError,
-  ErrorCode,
   type PositionCodec,
-  PRIMARY,
   PrimarySamples,
   type ProbeContext,
   type ProbeResult,
-  type ReadContext,
   type ReadOutcome,
-  TidemarkError,
+} from '@tidemark/core';
+import {
+  type Adapter,
+  AdapterLifecycle,
+  type CapturedWrite,
+  createPoolSet,
+  errorMessage,
+  MONITOR_CONNECT_TIMEOUT_MS,
+  MONITOR_POOL_SIZE,
+  type PoolSet,
+  type ReadContext,
+  RoundTripCounters,
+  type RoundTrips,
+  requireOptionsObject,
+  TransactionLeftOpenError,
+  tripCounter,
+  validateOneOf,
+  validatePoolSize,
+  validateReplicas,
   type WaitOutcome,
   type WriteOptions,
-} from '@tidemark/core';
+  waitCannotStart,
+  waitVerdict,
+} from '@tidemark/core/adapter';
 import mysql, { type Pool, type PoolConnection, type PoolOptions } from 'mysql2/promise';
-import type { OkPacket, TripCounter } from './connection-tap.js';
+import type { OkPacket } from './connection-tap.js';
 import { MysqlAdapterError, MysqlErrorCode, unexpected } from './errors.js';
 import { type Flavour, type FlavourName, firstRow, type PrimaryIdentity } from './flavour.js';
 import type { GtidSet } from './gtid-set.js';
@@ -43,17 +58,11 @@ export interface MysqlAdapterOptions {
  * one was answered, so one command is one round trip; an `execute` of a statement not prepared
  * yet is two: prepare and execute).
  */
-export interface MysqlRoundTrips {
-  /** Writes started. */
-  readonly writes: number;
+export interface MysqlRoundTrips extends RoundTrips {
   /** Round trips on write connections: START TRANSACTION, the callback's statements, COMMIT, and any fallback capture. */
   readonly roundTrips: number;
   /** Writes whose OK packets carried no position, so one extra query read it (see README). */
   readonly captureFallbacks: number;
-  /** Reads started. */
-  readonly reads: number;
-  /** Round trips on read connections: the callback's statements and the observation after them. */
-  readonly readRoundTrips: number;
   /** Connections that ran the once-per-connection session setup (tracking or read-only mode). */
   readonly sessionSetups: number;
   /** Round trips those setups cost (one each). */
@@ -102,69 +111,54 @@ export function createMysqlAdapter(
 
 /** Every new read connection runs this once: a write inside a read then fails with error 1792. */
 const READ_ONLY_SETUP_SQL = 'SET SESSION TRANSACTION READ ONLY';
-/** Probes use small separate pools so that busy read pools never delay them. */
-const MONITOR_POOL_SIZE = 2;
-const MONITOR_CONNECT_TIMEOUT_MS = 2000;
 /**
  * Shortest server-side wait, in seconds. MySQL's WAIT_FOR_EXECUTED_GTID_SET blocks forever with a
  * timeout of 0 (and MariaDB's MASTER_GTID_WAIT with a negative one): never send either.
  */
 const MIN_WAIT_SECONDS = 0.001;
 
-/** The pools of one node: reads (and waits), and probes (and KILL QUERY of aborted reads). */
-interface ReplicaPools {
-  readonly read: Pool;
-  readonly monitor: Pool;
-}
-
 class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   readonly flavour: FlavourName;
   readonly codec: PositionCodec<P>;
   readonly replicas: readonly string[];
-  private readonly primaryWrite: Pool;
-  private readonly primaryRead: Pool;
-  private readonly primaryMonitor: Pool;
-  private readonly primaryPools: ReplicaPools;
-  private readonly replicaPools = new Map<string, ReplicaPools>();
-  private readonly writeTrips: TripCounter = { operations: 0, roundTrips: 0 };
-  private readonly readTrips: TripCounter = { operations: 0, roundTrips: 0 };
-  private readonly setupTrips: TripCounter = { operations: 0, roundTrips: 0 };
+  /** Per node: reads (and waits), and probes (and KILL QUERY of aborted reads). */
+  private readonly pools: PoolSet<Pool>;
+  private readonly trips = new RoundTripCounters();
+  private readonly setupTrips = tripCounter();
   private readonly writeSetup: SessionSetup;
   private readonly readSetup: SessionSetup;
   private readonly timeline: PrimarySamples<P>;
+  private readonly lifecycle: AdapterLifecycle;
   private primaryIdentity: PrimaryIdentity | undefined;
   private captureFallbacks = 0;
-  private closed = false;
 
   constructor(
     private readonly dialect: Flavour<P>,
     options: MysqlAdapterOptions,
   ) {
     this.flavour = dialect.name;
+    this.lifecycle = new AdapterLifecycle(dialect.name);
     this.codec = dialect.codec;
     this.timeline = new PrimarySamples(dialect.codec);
     this.writeSetup = new SessionSetup(dialect.writeSetupSql, this.setupTrips);
     this.readSetup = new SessionSetup(READ_ONLY_SETUP_SQL, this.setupTrips);
-    const connectionLimit = options.poolSize ?? 10;
+    const connectionLimit = validatePoolSize(options.poolSize);
     const monitor = {
       connectionLimit: MONITOR_POOL_SIZE,
       connectTimeout: MONITOR_CONNECT_TIMEOUT_MS,
       multipleStatements: dialect.probeNeedsMultipleStatements,
     };
-    this.primaryWrite = createPool(buildPoolOptions(options.primary, { connectionLimit }));
-    this.writeSetup.attach(this.primaryWrite);
-    this.primaryRead = this.createReadPool(options.primary, connectionLimit);
-    this.primaryMonitor = createPool(buildPoolOptions(options.primary, monitor));
-    for (const [id, source] of Object.entries(options.replicas)) {
-      this.replicaPools.set(id, {
-        // Replicas usually refuse writes anyway (super_read_only); this also covers a replica
-        // that was promoted, and users with SUPER on a MariaDB read_only replica.
-        read: this.createReadPool(source, connectionLimit),
-        monitor: createPool(buildPoolOptions(source, monitor)),
-      });
-    }
-    this.replicas = [...this.replicaPools.keys()];
-    this.primaryPools = { read: this.primaryRead, monitor: this.primaryMonitor };
+    this.pools = createPoolSet(options.primary, options.replicas, (source, role) => {
+      const pool = mysql.createPool(
+        buildPoolOptions(source, role === 'monitor' ? monitor : { connectionLimit }),
+      );
+      // Replicas usually refuse writes anyway (super_read_only); read-only sessions also cover a
+      // replica that was promoted, and users with SUPER on a MariaDB read_only replica.
+      if (role === 'write') this.writeSetup.attach(pool);
+      if (role === 'read') this.readSetup.attach(pool);
+      return pool;
+    });
+    this.replicas = this.pools.replicaIds;
   }
 
   async read<T>(
@@ -172,14 +166,14 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     fn: (connection: PoolConnection) => Promise<T>,
     context: ReadContext,
   ): Promise<ReadOutcome<T, P>> {
-    this.assertOpen();
-    const pools = target === PRIMARY ? this.primaryPools : this.pools(target);
-    this.readTrips.operations++;
+    this.lifecycle.assertOpen();
+    const pools = this.pools.node(target);
+    this.trips.read.operations++;
     return withConnection(
       pools.read,
       {
         signal: context.signal,
-        counter: this.readTrips,
+        counter: this.trips.read,
         setup: this.readSetup,
         cancel: killQueryOn(pools.monitor),
       },
@@ -198,8 +192,8 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     fn: (connection: PoolConnection) => Promise<T>,
     options: WriteOptions,
   ): Promise<CapturedWrite<T, P>> {
-    this.assertOpen();
-    this.writeTrips.operations++;
+    this.lifecycle.assertOpen();
+    this.trips.write.operations++;
     const managed = options.transaction ?? true;
     let seen: P | undefined;
     let unreadable = false;
@@ -217,9 +211,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
       }
     };
     return withConnection(
-      this.primaryWrite,
+      this.pools.primary.write,
       {
-        counter: this.writeTrips,
+        counter: this.trips.write,
         onOk,
         setup: this.writeSetup,
         explainSetupFailure: (error) => this.dialect.explainSetupFailure(error),
@@ -239,10 +233,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
           value = await fn(connection);
           if (lease.inTransaction() === true) {
             await rollbackQuietly(connection);
-            throw new MysqlAdapterError(
-              MysqlErrorCode.TransactionLeftOpen,
-              'The callback of a write with transaction: false returned inside an open transaction, so there was no commit to capture a position after; it was rolled back. COMMIT inside the callback, or use transaction: true (the default).',
-            );
+            throw new TransactionLeftOpenError(MysqlErrorCode.TransactionLeftOpen);
           }
         }
         const position =
@@ -253,8 +244,8 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   }
 
   async probe(replicaId: string, context: ProbeContext<P>): Promise<ProbeResult<P>> {
-    this.assertOpen();
-    const pools = this.pools(replicaId);
+    this.lifecycle.assertOpen();
+    const pools = this.pools.replica(replicaId);
     return withConnection(pools.monitor, { signal: context.signal }, async (connection) => {
       const [rows] = await connection.query(this.dialect.probeSql);
       const facts = parseWith(() => this.dialect.parseProbe(rows), 'the replica probe');
@@ -268,14 +259,18 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   }
 
   async probePrimary(context: { signal: AbortSignal }): Promise<P> {
-    this.assertOpen();
-    return withConnection(this.primaryMonitor, { signal: context.signal }, async (connection) => {
-      const [rows] = await connection.query(this.dialect.primaryProbeSql);
-      const facts = parseWith(() => this.dialect.parsePrimaryProbe(rows), 'the primary probe');
-      this.primaryIdentity = facts.identity;
-      this.timeline.note(facts.position, Date.now());
-      return facts.position;
-    });
+    this.lifecycle.assertOpen();
+    return withConnection(
+      this.pools.primary.monitor,
+      { signal: context.signal },
+      async (connection) => {
+        const [rows] = await connection.query(this.dialect.primaryProbeSql);
+        const facts = parseWith(() => this.dialect.parsePrimaryProbe(rows), 'the primary probe');
+        this.primaryIdentity = facts.identity;
+        this.timeline.note(facts.position, Date.now());
+        return facts.position;
+      },
+    );
   }
 
   /**
@@ -290,9 +285,9 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     timeoutMs: number,
     context: { signal: AbortSignal },
   ): Promise<WaitOutcome<P>> => {
-    this.assertOpen();
-    const pools = this.pools(replicaId);
-    if (!(timeoutMs > 0) || context.signal.aborted) return { outcome: 'timeout' };
+    this.lifecycle.assertOpen();
+    const pools = this.pools.replica(replicaId);
+    if (waitCannotStart(timeoutMs, context.signal)) return { outcome: 'timeout' };
     const seconds = Math.max(MIN_WAIT_SECONDS, Math.ceil(timeoutMs) / 1000);
     const text = this.dialect.formatForServer(position);
     return withConnection(
@@ -309,13 +304,8 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
         const row = parseWith(() => firstRow(rows, 'the wait'), 'the wait');
         const reached = parseWith(() => this.dialect.waitReached(row['waited']), 'the wait');
         const observed = this.position(rows, 'the position after a wait');
-        const relation = this.codec.compare(observed, position);
-        if (relation === 'covered') return { outcome: 'reached', applied: observed };
-        if (relation === 'other-history') return { outcome: 'other-history' };
-        // The server says reached but the position read with it does not show it: it was read
-        // too early. Both are applied, so their least upper bound is too.
-        if (reached) return { outcome: 'reached', applied: this.codec.merge(observed, position) };
-        return { outcome: 'timeout' };
+        // The position read with the wait can lag the server's own "reached" by a moment.
+        return waitVerdict(this.codec, observed, position, reached);
       },
     );
   };
@@ -338,22 +328,15 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
 
   roundTrips(): MysqlRoundTrips {
     return {
-      writes: this.writeTrips.operations,
-      roundTrips: this.writeTrips.roundTrips,
+      ...this.trips.snapshot(),
       captureFallbacks: this.captureFallbacks,
-      reads: this.readTrips.operations,
-      readRoundTrips: this.readTrips.roundTrips,
       sessionSetups: this.setupTrips.operations,
       setupRoundTrips: this.setupTrips.roundTrips,
     };
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const pools = [this.primaryWrite, this.primaryRead, this.primaryMonitor];
-    for (const replica of this.replicaPools.values()) pools.push(replica.read, replica.monitor);
-    await Promise.all(pools.map((pool) => pool.end().catch(() => undefined)));
+  close(): Promise<void> {
+    return this.lifecycle.close(() => this.pools.end((pool) => pool.end()));
   }
 
   /**
@@ -394,30 +377,6 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     if (facts.ownLagSeconds === undefined) return estimate;
     return estimate === undefined ? facts.ownLagSeconds : Math.max(facts.ownLagSeconds, estimate);
   }
-
-  private createReadPool(source: string | PoolOptions, connectionLimit: number): Pool {
-    const pool = createPool(buildPoolOptions(source, { connectionLimit }));
-    this.readSetup.attach(pool);
-    return pool;
-  }
-
-  private pools(id: string): ReplicaPools {
-    const pools = this.replicaPools.get(id);
-    if (!pools) {
-      throw new ConfigError(`Unknown replica "${id}"; configured: ${this.replicas.join(', ')}.`);
-    }
-    return pools;
-  }
-
-  private assertOpen(): void {
-    if (this.closed) {
-      throw new TidemarkError(ErrorCode.Closed, `The ${this.flavour} adapter is closed.`);
-    }
-  }
-}
-
-function createPool(options: PoolOptions): Pool {
-  return mysql.createPool(options);
 }
 
 /**
@@ -435,7 +394,7 @@ function parseWith<T>(parse: () => T, what: string): T {
   try {
     return parse();
   } catch (error) {
-    throw unexpected(`${what}: ${error instanceof Error ? error.message : String(error)}`, error);
+    throw unexpected(`${what}: ${errorMessage(error)}`, error);
   }
 }
 
@@ -458,41 +417,23 @@ async function rollbackQuietly(connection: PoolConnection): Promise<void> {
 }
 
 function validateOptions(options: MysqlAdapterOptions): void {
-  if (options === null || typeof options !== 'object') {
-    throw new ConfigError(
-      'createMysqlAdapter needs an options object with flavour, primary and replicas.',
-    );
-  }
-  if (options.flavour !== 'mysql' && options.flavour !== 'mariadb') {
-    throw new ConfigError(
-      `flavour must be 'mysql' or 'mariadb', got ${JSON.stringify(options.flavour)}.`,
-    );
-  }
+  requireOptionsObject(
+    options,
+    'createMysqlAdapter needs an options object with flavour, primary and replicas.',
+  );
+  validateOneOf('flavour', options.flavour, ['mysql', 'mariadb'], true);
   checkSource('primary', options.primary);
-  if (options.replicas === null || typeof options.replicas !== 'object') {
-    throw new ConfigError(
-      'replicas must be an object mapping replica ids to URLs or pool options.',
-    );
-  }
-  for (const [id, source] of Object.entries(options.replicas)) {
-    if (id === PRIMARY || id.trim() === '') {
-      throw new ConfigError(`Replica id ${JSON.stringify(id)} is reserved or empty; rename it.`);
-    }
-    checkSource(`Replica "${id}"`, source);
-  }
-  const poolSize = options.poolSize ?? 10;
-  if (!Number.isInteger(poolSize) || poolSize < 1) {
-    throw new ConfigError(`poolSize must be a positive integer, got ${String(options.poolSize)}.`);
-  }
+  validateReplicas(options.replicas, 'URLs or pool options', checkSource);
+  validatePoolSize(options.poolSize);
 }
 
-function checkSource(name: string, source: unknown): void {
+function checkSource(name: string, source: unknown): asserts source is string | PoolOptions {
   if (typeof source === 'string') {
     try {
       parseConnectionUrl(source);
     } catch (error) {
       throw new ConfigError(
-        `${name} is not a usable connection URL (${error instanceof Error ? error.message : String(error)}); expected mysql://user:password@host:port/database.`,
+        `${name} is not a usable connection URL (${errorMessage(error)}); expected mysql://user:password@host:port/database.`,
       );
     }
     return;

@@ -1,4 +1,4 @@
-import type { Comparison, PositionCodec } from '@tidemark/core';
+import type { Comparison, PositionCodec, PrimaryVerdict } from '@tidemark/core';
 import type { GtidSet } from './gtid-set.js';
 import { decodeGtidSetToken, encodeGtidSetToken } from './gtid-token.js';
 import { normalizeUuid } from './uuid.js';
@@ -29,7 +29,8 @@ export function createMysqlCodec(): PositionCodec<GtidSet> {
 }
 
 /**
- * Verdict of {@link classifyAgainstPrimary}:
+ * The verdict of {@link classifyAgainstPrimary}, core's `PrimaryVerdict`, re-exported for
+ * existing imports. For GTID sets:
  * - `ok`: the primary has executed every required transaction; replicas can catch up.
  * - `other-history`: the session depends on transactions the primary never executed and never
  *   will: they came from another server (a former primary) and were lost in a failover.
@@ -37,7 +38,7 @@ export function createMysqlCodec(): PositionCodec<GtidSet> {
  *   not executed. The primary numbers its own transactions, so such a token was not issued by this
  *   cluster (forged, or from another cluster under the same name).
  */
-export type PrimaryVerdict = 'ok' | 'other-history' | 'impossible';
+export type { PrimaryVerdict };
 
 /**
  * Judge a session's required GTID set against the current primary, the one server every new

@@ -1,10 +1,7 @@
+import type { TripCounter } from '@tidemark/core/adapter';
 import { MysqlAdapterError, MysqlErrorCode } from './errors.js';
 
-/** Round trips (commands sent on a connection) counted for one kind of work. */
-export interface TripCounter {
-  operations: number;
-  roundTrips: number;
-}
+export type { TripCounter };
 
 /**
  * Session state the server attached to an OK packet (CLIENT_SESSION_TRACK). mysql2 parses it

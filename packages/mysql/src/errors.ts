@@ -1,4 +1,4 @@
-import { TidemarkError } from '@tidemark/core';
+import { AdapterError } from '@tidemark/core/adapter';
 
 /**
  * Stable codes of the errors the MySQL/MariaDB adapter throws itself. They complement core's
@@ -23,13 +23,7 @@ export const MysqlErrorCode = {
 export type MysqlErrorCode = (typeof MysqlErrorCode)[keyof typeof MysqlErrorCode];
 
 /** An error of the adapter's own making. Never retryable: retrying would fail the same way. */
-export class MysqlAdapterError extends TidemarkError {
-  declare readonly code: MysqlErrorCode;
-
-  constructor(code: MysqlErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options?.cause === undefined ? {} : { cause: options.cause });
-  }
-}
+export class MysqlAdapterError extends AdapterError<MysqlErrorCode> {}
 
 /** The server's answer did not have the shape the adapter expects. */
 export function unexpected(detail: string, cause?: unknown): MysqlAdapterError {

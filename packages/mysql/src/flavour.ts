@@ -1,4 +1,4 @@
-import type { PositionCodec } from '@tidemark/core';
+import type { PositionCodec, PrimaryVerdict } from '@tidemark/core';
 import type { SessionStateChanges } from './connection-tap.js';
 
 /** The two databases behind the one adapter API. */
@@ -39,8 +39,6 @@ export interface PrimaryFacts<P> {
   readonly position: P;
   readonly identity: PrimaryIdentity;
 }
-
-export type PrimaryVerdict = 'ok' | 'impossible' | 'other-history';
 
 /** A history verdict asked for before the primary was ever probed: the check fails (closed). */
 export function primaryNotProbed(): Error {

@@ -1,9 +1,9 @@
+import type { PrimaryVerdict } from '@tidemark/core';
 import { MysqlAdapterError, MysqlErrorCode } from './errors.js';
 import {
   type Flavour,
   firstRow,
   numberColumn,
-  type PrimaryVerdict,
   primaryNotProbed,
   type ReplicaFacts,
   textColumn,

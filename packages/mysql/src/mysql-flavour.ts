@@ -1,10 +1,10 @@
+import type { PrimaryVerdict } from '@tidemark/core';
 import { classifyAgainstPrimary, createMysqlCodec } from './codec.js';
 import { MysqlAdapterError, MysqlErrorCode } from './errors.js';
 import {
   type Flavour,
   firstRow,
   numberColumn,
-  type PrimaryVerdict,
   primaryNotProbed,
   type ReplicaFacts,
   textColumn,

@@ -1,20 +1,37 @@
+import type {
+  PositionCodec,
+  ProbeContext,
+  ProbeResult,
+  ReadOutcome,
+  WriteOutcome,
+} from '@tidemark/core';
+import { ConfigError } from '@tidemark/core';
 import {
   type Adapter,
+  AdapterLifecycle,
   type CapturedWrite,
-  ConfigError,
-  ErrorCode,
-  type PositionCodec,
+  createPoolSet,
+  errorMessage,
+  MONITOR_CONNECT_TIMEOUT_MS,
+  MONITOR_POOL_SIZE,
+  type PoolSet,
   PRIMARY,
   type PrimaryVerdict,
-  type ProbeContext,
-  type ProbeResult,
   type ReadContext,
-  type ReadOutcome,
-  TidemarkError,
+  RoundTripCounters,
+  type RoundTrips,
+  requireOptionsObject,
+  TransactionLeftOpenError,
+  urlOrObject,
+  validateOneOf,
+  validatePoolSize,
+  validateReplicas,
+  WAIT_UNSUPPORTED,
   type WaitOutcome,
   type WriteOptions,
-  type WriteOutcome,
-} from '@tidemark/core';
+  waitCannotStart,
+  waitVerdict,
+} from '@tidemark/core/adapter';
 import pg from 'pg';
 import { createPgCodec, type PgPosition } from './codec.js';
 import { PgAdapterError, PgErrorCode } from './errors.js';
@@ -22,7 +39,6 @@ import { transactionIdle, withClient } from './lease.js';
 import { formatLsn } from './lsn.js';
 import { buildPoolConfig } from './pool-config.js';
 import { isRetryablePgError } from './retryable.js';
-import type { TripCounter } from './round-trips.js';
 import { nodePosition, primaryPosition, unexpected } from './rows.js';
 import {
   AUTOCOMMIT_CAPTURE_SQL,
@@ -62,17 +78,12 @@ export interface PgAdapterOptions {
   preparedProbes?: boolean;
 }
 
-/** Counters for measuring what the adapter costs (one round trip = one `client.query` call). */
-export interface PgRoundTrips {
-  /** Writes started. */
-  readonly writes: number;
-  /** Round trips on write connections: BEGIN, the callback's queries, COMMIT + capture. */
-  readonly roundTrips: number;
-  /** Reads started. */
-  readonly reads: number;
-  /** Round trips on read connections: the callback's queries and the observation after them. */
-  readonly readRoundTrips: number;
-}
+/**
+ * Counters for measuring what the adapter costs (one round trip = one `client.query` call). Write
+ * round trips are BEGIN, the callback's queries, COMMIT + capture; read round trips are the
+ * callback's queries and the observation after them.
+ */
+export type PgRoundTrips = RoundTrips;
 
 export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
   /**
@@ -90,6 +101,12 @@ export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
   ): Promise<CapturedWrite<T, PgPosition>>;
   /** Timeline switches learned from the servers; the codec consults it. */
   readonly history: TimelineHistory;
+  /**
+   * Always present. Waits server-side with `WAIT FOR LSN` once a probe showed PostgreSQL 19 or
+   * newer and `wait` is `auto`; until then, on older servers and with `wait: 'poll'` it answers
+   * `unsupported` at once and the router polls the probes.
+   */
+  readonly waitFor: NonNullable<Adapter<PgPosition, pg.PoolClient>['waitFor']>;
   roundTrips(): PgRoundTrips;
 }
 
@@ -107,14 +124,6 @@ export function createPgAdapter(options: PgAdapterOptions): PgAdapter {
   return new PgClusterAdapter(options);
 }
 
-interface ReplicaPools {
-  readonly read: pg.Pool;
-  readonly monitor: pg.Pool;
-}
-
-/** Probes and waits use small separate pools so that busy read pools never delay them. */
-const MONITOR_POOL_SIZE = 2;
-const MONITOR_CONNECT_TIMEOUT_MS = 2000;
 /** How long to leave an unreadable history file alone before trying again. */
 const HISTORY_RETRY_MS = 5000;
 
@@ -124,21 +133,22 @@ class PgClusterAdapter implements PgAdapter {
   readonly replicas: readonly string[];
   private readonly waitMode: 'auto' | 'poll';
   private readonly preparedProbes: boolean;
-  private readonly primaryWrite: pg.Pool;
-  private readonly primaryRead: pg.Pool;
-  private readonly primaryMonitor: pg.Pool;
-  private readonly replicaPools = new Map<string, ReplicaPools>();
-  private readonly writeTrips: TripCounter = { operations: 0, roundTrips: 0 };
-  private readonly readTrips: TripCounter = { operations: 0, roundTrips: 0 };
+  private readonly pools: PoolSet<pg.Pool>;
+  private readonly trips = new RoundTripCounters();
+  private readonly lifecycle = new AdapterLifecycle('PostgreSQL');
   /** Highest timeline seen per replica: the fallback label while its WAL receiver is down. */
   private readonly lastTimeline = new Map<string, number>();
   private readonly historyRetryAt = new Map<number, number>();
   private geometry: WalGeometry | undefined;
-  private closed = false;
+  /**
+   * Set once a probe shows PostgreSQL 19 or newer (which has `WAIT FOR LSN`). All nodes of a
+   * physical replication cluster run the same major version, so one answer covers every replica.
+   */
+  private serverCanWait = false;
 
   constructor(options: PgAdapterOptions) {
     validateOptions(options);
-    const max = options.poolSize ?? 10;
+    const max = validatePoolSize(options.poolSize);
     this.waitMode = options.wait ?? 'auto';
     this.preparedProbes = options.preparedProbes ?? true;
     const monitor = {
@@ -147,42 +157,38 @@ class PgClusterAdapter implements PgAdapter {
       connectionTimeoutMillis: MONITOR_CONNECT_TIMEOUT_MS,
       applicationName: 'tidemark-monitor',
     };
-    this.primaryWrite = createPool(buildPoolConfig(options.primary, { readOnly: false, max }));
-    this.primaryRead = createPool(buildPoolConfig(options.primary, { readOnly: true, max }));
-    this.primaryMonitor = createPool(buildPoolConfig(options.primary, monitor));
-    for (const [id, source] of Object.entries(options.replicas)) {
-      this.replicaPools.set(id, {
-        // Replicas are read-only anyway; the option also covers a replica that was promoted.
-        read: createPool(buildPoolConfig(source, { readOnly: true, max })),
-        monitor: createPool(buildPoolConfig(source, monitor)),
-      });
-    }
-    this.replicas = [...this.replicaPools.keys()];
+    this.pools = createPoolSet(options.primary, options.replicas, (source, role) =>
+      createPool(
+        buildPoolConfig(
+          source,
+          // Replicas are read-only anyway; the option also covers a replica that was promoted.
+          role === 'monitor' ? monitor : { readOnly: role === 'read', max },
+        ),
+      ),
+    );
+    this.replicas = this.pools.replicaIds;
   }
-
-  /**
-   * Set once a probe shows PostgreSQL 19 or newer (which has `WAIT FOR LSN`) and `wait` is `auto`.
-   * While absent the router polls the probes instead. All nodes of a physical replication cluster
-   * run the same major version, so one answer covers every replica.
-   */
-  declare waitFor?: NonNullable<Adapter<PgPosition, pg.PoolClient>['waitFor']>;
 
   async read<T>(
     target: string,
     fn: (connection: pg.PoolClient) => Promise<T>,
     context: ReadContext,
   ): Promise<ReadOutcome<T, PgPosition>> {
-    this.assertOpen();
-    const pool = target === PRIMARY ? this.primaryRead : this.pools(target).read;
-    this.readTrips.operations++;
-    return withClient(pool, { signal: context.signal, counter: this.readTrips }, async (client) => {
-      const value = await fn(client);
-      // The router settles the position from a shared probe sent after the read (no round trip
-      // here); asked to observe, take it on the same connection: at least as new as what it saw.
-      if (context.observe === false) return { value };
-      const observed = await this.observe(target, client);
-      return { value, observed };
-    });
+    this.lifecycle.assertOpen();
+    const pool = this.pools.node(target).read;
+    this.trips.read.operations++;
+    return withClient(
+      pool,
+      { signal: context.signal, counter: this.trips.read },
+      async (client) => {
+        const value = await fn(client);
+        // The router settles the position from a shared probe sent after the read (no round trip
+        // here); asked to observe, take it on the same connection: at least as new as what it saw.
+        if (context.observe === false) return { value };
+        const observed = await this.observe(target, client);
+        return { value, observed };
+      },
+    );
   }
 
   write<T>(
@@ -197,11 +203,11 @@ class PgClusterAdapter implements PgAdapter {
     fn: (connection: pg.PoolClient) => Promise<T>,
     options: WriteOptions,
   ): Promise<WriteOutcome<T, PgPosition>> {
-    this.assertOpen();
-    this.writeTrips.operations++;
+    this.lifecycle.assertOpen();
+    this.trips.write.operations++;
     const managed = options.transaction ?? true;
     const capture = options.capture ?? true;
-    return withClient(this.primaryWrite, { counter: this.writeTrips }, (client) =>
+    return withClient(this.pools.primary.write, { counter: this.trips.write }, (client) =>
       managed ? this.writeInTransaction(client, fn) : this.writeAutocommit(client, fn, capture),
     );
   }
@@ -210,8 +216,8 @@ class PgClusterAdapter implements PgAdapter {
     replicaId: string,
     context: ProbeContext<PgPosition>,
   ): Promise<ProbeResult<PgPosition>> {
-    this.assertOpen();
-    const pools = this.pools(replicaId);
+    this.lifecycle.assertOpen();
+    const pools = this.pools.replica(replicaId);
     return withClient(pools.monitor, { signal: context.signal }, async (client) => {
       const row = (
         await client.query(this.probeStatement('tidemark_replica_probe', REPLICA_PROBE_SQL))
@@ -236,8 +242,8 @@ class PgClusterAdapter implements PgAdapter {
   }
 
   async probePrimary(context: { signal: AbortSignal }): Promise<PgPosition> {
-    this.assertOpen();
-    return withClient(this.primaryMonitor, { signal: context.signal }, async (client) => {
+    this.lifecycle.assertOpen();
+    return withClient(this.pools.primary.monitor, { signal: context.signal }, async (client) => {
       if (this.geometry === undefined) await this.learnGeometry(client);
       const row = (
         await client.query(this.probeStatement('tidemark_primary_probe', PRIMARY_PROBE_SQL))
@@ -266,20 +272,11 @@ class PgClusterAdapter implements PgAdapter {
   }
 
   roundTrips(): PgRoundTrips {
-    return {
-      writes: this.writeTrips.operations,
-      roundTrips: this.writeTrips.roundTrips,
-      reads: this.readTrips.operations,
-      readRoundTrips: this.readTrips.roundTrips,
-    };
+    return this.trips.snapshot();
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const pools = [this.primaryWrite, this.primaryRead, this.primaryMonitor];
-    for (const replica of this.replicaPools.values()) pools.push(replica.read, replica.monitor);
-    await Promise.all(pools.map((pool) => pool.end()));
+  close(): Promise<void> {
+    return this.lifecycle.close(() => this.pools.end((pool) => pool.end()));
   }
 
   /** BEGIN, the callback, then COMMIT and the capture in one message: no extra round trip. */
@@ -333,10 +330,7 @@ class PgClusterAdapter implements PgAdapter {
 
   private async refuseOpenTransaction(client: pg.PoolClient): Promise<never> {
     await rollbackQuietly(client);
-    throw new PgAdapterError(
-      PgErrorCode.TransactionLeftOpen,
-      'The callback of a write with transaction: false returned inside an open transaction, so there was no commit to capture a position after; it was rolled back. COMMIT inside the callback, or use transaction: true (the default).',
-    );
+    throw new TransactionLeftOpenError(PgErrorCode.TransactionLeftOpen);
   }
 
   private async observe(target: string, client: pg.PoolClient): Promise<PgPosition> {
@@ -357,17 +351,19 @@ class PgClusterAdapter implements PgAdapter {
   /**
    * WAIT FOR LSN (PostgreSQL 19+) bounded server-side, then the replica's position in the same
    * message, so the verdict also checks the timeline: WAIT FOR LSN compares LSNs only, and a
-   * replica replaying another history past that LSN must not count as caught up.
+   * replica replaying another history past that LSN must not count as caught up. An arrow
+   * function, so the router may call it detached from the adapter.
    */
-  private readonly waitForLsn = async (
+  readonly waitFor = async (
     replicaId: string,
     position: PgPosition,
     timeoutMs: number,
     context: { signal: AbortSignal },
   ): Promise<WaitOutcome<PgPosition>> => {
-    this.assertOpen();
-    const pools = this.pools(replicaId);
-    if (!(timeoutMs > 0) || context.signal.aborted) return { outcome: 'timeout' };
+    this.lifecycle.assertOpen();
+    const pools = this.pools.replica(replicaId);
+    if (this.waitMode === 'poll' || !this.serverCanWait) return WAIT_UNSUPPORTED;
+    if (waitCannotStart(timeoutMs, context.signal)) return { outcome: 'timeout' };
     const sql = waitForLsnSql(formatLsn(position.lsn), Math.max(1, Math.ceil(timeoutMs)));
     return withClient(pools.read, { signal: context.signal }, async (client) => {
       const results = (await client.query(`${sql}; ${NODE_POSITION_SQL}`)) as unknown;
@@ -379,11 +375,11 @@ class PgClusterAdapter implements PgAdapter {
       if (status !== 'success' && status !== 'timeout' && status !== 'not in recovery') {
         throw unexpected(`WAIT FOR LSN status ${String(status)}`);
       }
-      const observed = this.replicaPosition(replicaId, observation.rows[0]);
-      const relation = this.codec.compare(observed, position);
-      if (relation === 'covered') return { outcome: 'reached', applied: observed };
-      if (relation === 'other-history') return { outcome: 'other-history' };
-      return { outcome: 'timeout' };
+      return waitVerdict(
+        this.codec,
+        this.replicaPosition(replicaId, observation.rows[0]),
+        position,
+      );
     });
   };
 
@@ -425,19 +421,7 @@ class PgClusterAdapter implements PgAdapter {
 
   private noteVersion(value: unknown): void {
     if (typeof value !== 'number' || !Number.isInteger(value)) return;
-    if (this.waitMode === 'auto' && value >= WAIT_FOR_LSN_MIN_VERSION)
-      this.waitFor = this.waitForLsn;
-  }
-
-  private pools(id: string): ReplicaPools {
-    const pools = this.replicaPools.get(id);
-    if (!pools)
-      throw new ConfigError(`Unknown replica "${id}"; configured: ${this.replicas.join(', ')}.`);
-    return pools;
-  }
-
-  private assertOpen(): void {
-    if (this.closed) throw new TidemarkError(ErrorCode.Closed, 'The PostgreSQL adapter is closed.');
+    if (value >= WAIT_FOR_LSN_MIN_VERSION) this.serverCanWait = true;
   }
 }
 
@@ -470,45 +454,21 @@ function finiteNumber(value: unknown): number | undefined {
   return Number.isFinite(number) ? number : undefined;
 }
 
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
+const checkSource: (name: string, source: unknown) => asserts source is string | object =
+  urlOrObject('a connection URL or a node-postgres pool config');
 
 function validateOptions(options: PgAdapterOptions): void {
-  if (options === null || typeof options !== 'object') {
-    throw new ConfigError('createPgAdapter needs an options object with primary and replicas.');
-  }
-  if (
-    typeof options.primary !== 'string' &&
-    (options.primary === null || typeof options.primary !== 'object')
-  ) {
-    throw new ConfigError('primary must be a connection URL or a node-postgres pool config.');
-  }
-  if (options.replicas === null || typeof options.replicas !== 'object') {
-    throw new ConfigError(
-      'replicas must be an object mapping replica ids to URLs or pool configs.',
-    );
-  }
-  for (const [id, source] of Object.entries(options.replicas)) {
-    if (id === PRIMARY || id.trim() === '') {
-      throw new ConfigError(`Replica id ${JSON.stringify(id)} is reserved or empty; rename it.`);
-    }
-    if (typeof source !== 'string' && (source === null || typeof source !== 'object')) {
-      throw new ConfigError(
-        `Replica "${id}" must be a connection URL or a node-postgres pool config.`,
-      );
-    }
-  }
-  const poolSize = options.poolSize ?? 10;
-  if (!Number.isInteger(poolSize) || poolSize < 1) {
-    throw new ConfigError(`poolSize must be a positive integer, got ${String(options.poolSize)}.`);
-  }
+  requireOptionsObject(
+    options,
+    'createPgAdapter needs an options object with primary and replicas.',
+  );
+  checkSource('primary', options.primary);
+  validateReplicas(options.replicas, 'URLs or pool configs', checkSource);
+  validatePoolSize(options.poolSize);
+  validateOneOf('wait', options.wait, ['auto', 'poll']);
   if (options.preparedProbes !== undefined && typeof options.preparedProbes !== 'boolean') {
     throw new ConfigError(
       `preparedProbes must be true or false, got ${JSON.stringify(options.preparedProbes)}.`,
     );
-  }
-  if (options.wait !== undefined && options.wait !== 'auto' && options.wait !== 'poll') {
-    throw new ConfigError(`wait must be 'auto' or 'poll', got ${JSON.stringify(options.wait)}.`);
   }
 }

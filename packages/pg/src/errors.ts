@@ -1,4 +1,4 @@
-import { TidemarkError } from '@tidemark/core';
+import { AdapterError } from '@tidemark/core/adapter';
 
 /**
  * Stable codes of the errors this adapter throws itself, for failures only PostgreSQL shows
@@ -16,10 +16,4 @@ export const PgErrorCode = {
 export type PgErrorCode = (typeof PgErrorCode)[keyof typeof PgErrorCode];
 
 /** A write that did not commit, or whose position could not be read. Never retryable. */
-export class PgAdapterError extends TidemarkError {
-  declare readonly code: PgErrorCode;
-
-  constructor(code: PgErrorCode, message: string, options?: { cause?: unknown }) {
-    super(code, message, options?.cause === undefined ? {} : { cause: options.cause });
-  }
-}
+export class PgAdapterError extends AdapterError<PgErrorCode> {}

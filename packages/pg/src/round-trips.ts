@@ -1,10 +1,7 @@
+import type { TripCounter } from '@tidemark/core/adapter';
 import type pg from 'pg';
 
-/** Round trips (calls of `client.query`) counted for one kind of work. */
-export interface TripCounter {
-  operations: number;
-  roundTrips: number;
-}
+export type { TripCounter };
 
 const counting = new WeakMap<pg.PoolClient, TripCounter>();
 const instrumented = new WeakSet<pg.PoolClient>();

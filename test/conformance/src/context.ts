@@ -41,6 +41,8 @@ export interface ScenarioContext<P, C> {
   naive(): NaiveRouter<P, C>;
   /** An adapter for probes only (catch-up checks); rebuilt after topology changes. */
   inspector(): Adapter<P, C>;
+  /** A fresh adapter of the target's, closed with the context (the adapter contract's subject). */
+  adapter(needs?: AdapterNeeds): Adapter<P, C>;
   /** Forget the inspector so the next call sees the current topology (after a promotion). */
   resetInspector(): Promise<void>;
   /** Unique across the process: order ids and customer ids never collide between scenarios. */
@@ -97,6 +99,12 @@ export function createContext<P, C>(
         closers.push(() => created.close());
       }
       return inspector;
+    },
+    adapter(needs = {}) {
+      const created = target.createAdapter(cluster, needs);
+      // Closing twice is part of the contract: a scenario may close it first.
+      closers.push(() => created.close());
+      return created;
     },
     async resetInspector() {
       const old = inspector;

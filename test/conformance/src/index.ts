@@ -17,7 +17,13 @@ export {
   runScenario,
 } from './runner.js';
 export type { Scenario } from './scenario.js';
-export { scenarios, selectScenarios } from './scenarios/index.js';
+export {
+  adapterContract,
+  allScenarios,
+  CONTRACT_GROUP,
+  scenarios,
+  selectScenarios,
+} from './scenarios/index.js';
 export { DEFAULT_TARGETS, loadTarget, parseTargetList, targets } from './targets/index.js';
 export { type ReadTrace, type TracedAdapter, traceAdapter } from './traced-adapter.js';
 export type {
@@ -25,6 +31,7 @@ export type {
   BadPositions,
   Check,
   ConformanceTarget,
+  ContractOps,
   Order,
   ScenarioOutcome,
   ScenarioReport,

@@ -23,44 +23,27 @@ export interface TracedAdapter<P, C> {
 }
 
 /**
- * Delegates everything. The optional members are getters, not copies: an adapter may offer
- * `waitFor` only once it knows the server version (the pg adapter learns it from the first
- * probe), and the router asks for it on every wait.
+ * Delegates everything. Adapters expose their optional members from construction on (`waitFor`
+ * answers `unsupported` where the server cannot wait), so they are bound once here.
  */
-class TracingAdapter<P, C> {
+class TracingAdapter<P, C> implements Adapter<P, C> {
+  readonly codec: PositionCodec<P>;
+  readonly replicas: readonly string[];
+  readonly waitFor: Adapter<P, C>['waitFor'];
+  readonly isRetryable: Adapter<P, C>['isRetryable'];
+  readonly classifyAgainstPrimary: Adapter<P, C>['classifyAgainstPrimary'];
+  readonly coveredNeedsVerdict: boolean | undefined;
+
   constructor(
     private readonly inner: Adapter<P, C>,
     readonly reads: ReadTrace[],
-  ) {}
-
-  get codec(): PositionCodec<P> {
-    return this.inner.codec;
-  }
-
-  get replicas(): readonly string[] {
-    return this.inner.replicas;
-  }
-
-  get waitFor(): Adapter<P, C>['waitFor'] {
-    const inner = this.inner;
-    const wait = inner.waitFor;
-    if (!wait) return undefined;
-    return (replicaId, position, timeoutMs, context) =>
-      wait.call(inner, replicaId, position, timeoutMs, context);
-  }
-
-  get isRetryable(): Adapter<P, C>['isRetryable'] {
-    const inner = this.inner;
-    const retryable = inner.isRetryable;
-    if (!retryable) return undefined;
-    return (error) => retryable.call(inner, error);
-  }
-
-  get classifyAgainstPrimary(): Adapter<P, C>['classifyAgainstPrimary'] {
-    const inner = this.inner;
-    const classify = inner.classifyAgainstPrimary;
-    if (!classify) return undefined;
-    return (primary, required) => classify.call(inner, primary, required);
+  ) {
+    this.codec = inner.codec;
+    this.replicas = inner.replicas;
+    this.waitFor = inner.waitFor?.bind(inner);
+    this.isRetryable = inner.isRetryable?.bind(inner);
+    this.classifyAgainstPrimary = inner.classifyAgainstPrimary?.bind(inner);
+    this.coveredNeedsVerdict = inner.coveredNeedsVerdict;
   }
 
   async read<T>(
@@ -102,7 +85,5 @@ class TracingAdapter<P, C> {
  */
 export function traceAdapter<P, C>(inner: Adapter<P, C>): TracedAdapter<P, C> {
   const reads: ReadTrace[] = [];
-  // The cast only bridges the getters: with exactOptionalPropertyTypes, core's `waitFor?:` does
-  // not admit a getter that may return undefined, though the router handles exactly that.
-  return { adapter: new TracingAdapter(inner, reads) as unknown as Adapter<P, C>, reads };
+  return { adapter: new TracingAdapter(inner, reads), reads };
 }

@@ -42,6 +42,36 @@ export interface AdapterNeeds {
    * replication allows it anyway.
    */
   readonly unreplicatedWrites?: boolean;
+  /**
+   * Add a replica with this id at an address where nothing listens (the adapter contract's
+   * retryable-error check): its reads and probes must fail as retryable.
+   */
+  readonly unreachableReplica?: string;
+  /**
+   * One connection per pool (where the adapter pools them): a check then sees whether a
+   * connection the adapter had to give up was replaced, since no other one could serve.
+   */
+  readonly singleConnection?: boolean;
+}
+
+/**
+ * What the adapter contract needs beyond the workload, written once per adapter: statements
+ * only the adapter's database understands.
+ */
+export interface ContractOps<C> {
+  /** A read that keeps the server busy for about `seconds` (an abort must cut it short). */
+  slowRead(connection: C, seconds: number): Promise<unknown>;
+  /** A statement the server rejects as malformed: the caller's mistake, never retryable. */
+  badQuery(connection: C): Promise<unknown>;
+  /** Whether `error` is the database refusing a write because the session is read-only. */
+  isReadOnlyRefusal(error: unknown): boolean;
+  /** Open a transaction on the connection and insert `order` inside it, leaving it open. */
+  insertInOpenTransaction(connection: C, order: Order): Promise<void>;
+  /**
+   * Why an open transaction's writes survive a rollback on this target, when they do (a
+   * simulator that runs no transactions); undefined where a rollback discards them.
+   */
+  readonly noRollbackReason?: string;
 }
 
 /**
@@ -57,6 +87,8 @@ export interface ConformanceTarget<P, C> {
   createAdapter(cluster: Cluster, needs?: AdapterNeeds): Adapter<P, C>;
   readonly workload: Workload<C>;
   readonly badPositions: BadPositions<P>;
+  /** The adapter contract's database-specific statements. */
+  readonly contract: ContractOps<C>;
   /**
    * Only for targets whose server cannot be provided on every machine (a real MongoDB here):
    * why it cannot run now, or undefined when it can. The suite then skips the target loudly and

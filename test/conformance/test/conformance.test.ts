@@ -1,9 +1,11 @@
-// The conformance suite: every scenario against every target named in TIDEMARK_TARGETS
-// (comma-separated, default pg15). Prints one line per target and scenario and a summary table.
+// The conformance suite: the adapter contract and every scenario against every target named in
+// TIDEMARK_TARGETS (comma-separated, default pg15). Prints one line per target and scenario
+// (contract checks included) and a summary table.
 import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AnyConformanceTarget,
+  allScenarios,
   failedToStart,
   formatFailures,
   formatLine,
@@ -17,7 +19,6 @@ import {
   runScenario,
   type Scenario,
   type ScenarioReport,
-  scenarios,
   selectScenarios,
 } from '../src/index.js';
 
@@ -44,8 +45,8 @@ try {
 } catch (error) {
   scenarioListError = error;
 }
-if (selected.length > 0 && selected.length < scenarios.length) {
-  const left = scenarios.filter((s) => !selected.includes(s)).map((s) => s.name);
+if (selected.length > 0 && selected.length < allScenarios.length) {
+  const left = allScenarios.filter((s) => !selected.includes(s)).map((s) => s.name);
   console.warn(
     `conformance: TIDEMARK_SCENARIOS is set; NOT RUNNING ${left.join(', ')}. Unset it for a full run.`,
   );

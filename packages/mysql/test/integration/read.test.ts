@@ -1,14 +1,12 @@
-import { ErrorCode, PRIMARY } from '@tidemark/core';
+import { PRIMARY } from '@tidemark/core';
 import type { Cluster } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createMysqlAdapter, isRetryableMysqlError } from '../../src/index.js';
 import {
   adapterFor,
   eventually,
   flavourOf,
   type LooseAdapter,
   mysqlTargets,
-  noSignal,
   startMysqlCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
@@ -78,16 +76,15 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
     }
   });
 
+  // Refusals of writes inside reads (errno 1792/1290, not retried, explicit transactions too)
+  // are part of the adapter contract in @tidemark/conformance; what is MySQL's own is the
+  // session flag that makes them read-only even where super_read_only would refuse first.
   it.each([
     ['the replica', 'replica'],
     ['the primary fallback', 'primary'],
-  ])('runs reads read-only, so writes inside a read fail on %s', async (_name, where) => {
+  ])('runs reads on READ ONLY sessions on %s', async (_name, where) => {
     const adapter = adapterFor(cluster, target);
     const readTarget = where === 'primary' ? PRIMARY : cluster.replicas()[0]!.name;
-    const id = where === 'primary' ? 4 : 3;
-    // 1792: a write in a READ ONLY transaction. A MySQL replica with super_read_only answers
-    // 1290 first; the session is read-only there all the same (checked below).
-    const refusals = where === 'primary' ? [1792] : [1792, 1290];
     try {
       const { value: readOnly } = await adapter.read(
         readTarget,
@@ -100,33 +97,6 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
         {},
       );
       expect(readOnly).toBe(1);
-      let caught: unknown;
-      try {
-        await adapter.read(readTarget, (c) => c.query('INSERT INTO items VALUES (?)', [id]), {});
-      } catch (error) {
-        caught = error;
-      }
-      expect(refusals).toContain((caught as { errno?: number }).errno);
-      expect(isRetryableMysqlError(caught)).toBe(false);
-      expect(adapter.isRetryable!(caught)).toBe(false);
-      // An explicit transaction is read-only too.
-      await expect(
-        adapter.read(
-          readTarget,
-          async (c) => {
-            await c.query('START TRANSACTION');
-            await c.query('INSERT INTO items VALUES (?)', [id]);
-          },
-          {},
-        ),
-      ).rejects.toSatisfy((error: unknown) =>
-        refusals.includes((error as { errno?: number }).errno ?? 0),
-      );
-      expect(
-        await cluster.exec(cluster.primary().name, `SELECT 1 FROM items WHERE id = ${id}`),
-      ).toHaveLength(0);
-      // The write pool is not affected.
-      await adapter.write((c) => c.query('INSERT INTO items VALUES (?)', [id]), {});
     } finally {
       await adapter.close();
     }
@@ -150,37 +120,6 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
       const { value } = await adapter.read(replica, (c) => count(c, 5), {});
       expect(value).toBe(1);
       expect(adapter.roundTrips().sessionSetups).toBe(3); // write, first read, fresh read
-    } finally {
-      await adapter.close();
-    }
-  });
-
-  it('reports connection failures as retryable and query errors as not', async () => {
-    const adapter = createMysqlAdapter({
-      flavour: flavourOf(target),
-      primary: cluster.primary().url,
-      replicas: { gone: 'mysql://root@127.0.0.1:1/test' },
-    });
-    try {
-      let refused: unknown;
-      await adapter
-        .read('gone', (c) => c.query('SELECT 1'), {})
-        .catch((error) => {
-          refused = error;
-        });
-      expect(refused).toBeDefined();
-      expect(adapter.isRetryable!(refused)).toBe(true);
-      let syntax: unknown;
-      await adapter
-        .read(PRIMARY, (c) => c.query('SELEC 1'), {})
-        .catch((error) => {
-          syntax = error;
-        });
-      expect(syntax).toMatchObject({ errno: 1064 });
-      expect(adapter.isRetryable!(syntax)).toBe(false);
-      await expect(
-        adapter.probe('gone', { signal: noSignal(), primary: undefined }),
-      ).rejects.toSatisfy((error: unknown) => isRetryableMysqlError(error));
     } finally {
       await adapter.close();
     }
@@ -217,14 +156,5 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
     } finally {
       await adapter.close();
     }
-  });
-
-  it('rejects work after close', async () => {
-    const adapter = adapterFor(cluster, target);
-    await adapter.close();
-    await expect(adapter.read(PRIMARY, (c) => c.query('SELECT 1'), {})).rejects.toMatchObject({
-      code: ErrorCode.Closed,
-    });
-    await adapter.close();
   });
 });

@@ -151,7 +151,10 @@ describe.skipIf(targets.length === 0).each(targets)('%s: probes and waits', (tar
       const polling = adapterFor(cluster, { wait: 'poll' });
       try {
         await polling.probe(n1, { signal: noSignal(), primary: undefined });
-        expect(polling.waitFor).toBeUndefined();
+        const { position } = await insert();
+        expect(await polling.waitFor(n1, position, 1000, { signal: noSignal() })).toEqual({
+          outcome: 'unsupported',
+        });
       } finally {
         await polling.close();
       }
@@ -159,7 +162,13 @@ describe.skipIf(targets.length === 0).each(targets)('%s: probes and waits', (tar
   } else {
     it('leaves waiting to the router on servers without WAIT FOR LSN', async () => {
       await adapter.probe(n1, { signal: noSignal(), primary: undefined });
-      expect(adapter.waitFor).toBeUndefined();
+      const { position } = await insert();
+      // Answered at once, without a round trip: the router polls the probes instead.
+      const before = adapter.roundTrips();
+      expect(await adapter.waitFor(n1, position, 1000, { signal: noSignal() })).toEqual({
+        outcome: 'unsupported',
+      });
+      expect(adapter.roundTrips()).toEqual(before);
     });
   }
 });

@@ -18,14 +18,19 @@ describe('createPgAdapter options', () => {
     expect(() => createPgAdapter(options as unknown as PgAdapterOptions)).toThrow(ConfigError);
   });
 
-  it('lists replicas in configuration order, creates no connection, and has no waitFor before a probe', async () => {
+  it('lists replicas in configuration order, creates no connection, and answers waits unsupported before a probe', async () => {
     const adapter = createPgAdapter({
       primary: url,
       replicas: { b: url, a: { connectionString: url } },
     });
     expect(adapter.replicas).toEqual(['b', 'a']);
     expect(adapter.codec.kind).toBe('pg');
-    expect(adapter.waitFor).toBeUndefined();
+    // The server version is unknown until a probe: the router polls instead of waiting.
+    const signal = new AbortController().signal;
+    const somewhere = { timeline: 1, lsn: 1n };
+    expect(await adapter.waitFor('a', somewhere, 100, { signal })).toEqual({
+      outcome: 'unsupported',
+    });
     expect(adapter.roundTrips()).toEqual({ writes: 0, roundTrips: 0, reads: 0, readRoundTrips: 0 });
     await expect(adapter.read('nope', async () => 1, {})).rejects.toThrow(ConfigError);
     await adapter.close();

@@ -1,3 +1,4 @@
+import { adapterContract } from '../contract.js';
 import type { Scenario } from '../scenario.js';
 import { badTokens } from './bad-tokens.js';
 import { boundedWait } from './bounded-wait.js';
@@ -31,25 +32,36 @@ export const scenarios: readonly Scenario[] = [
 ];
 
 /**
- * The scenarios named in a comma-separated list (all when the list is empty). Throws, naming the
- * known scenarios, on an unknown name.
+ * What a full run runs: the adapter contract (`contract-*`, checks at the adapter's own
+ * boundary) first, then the scenarios through the router.
+ */
+export const allScenarios: readonly Scenario[] = [...adapterContract, ...scenarios];
+
+/** The name that selects the whole adapter contract in TIDEMARK_SCENARIOS. */
+export const CONTRACT_GROUP = 'contract';
+
+/**
+ * The scenarios named in a comma-separated list (all when the list is empty; `contract` stands
+ * for every `contract-*` check). Throws, naming the known scenarios, on an unknown name.
  */
 export function selectScenarios(text: string | undefined): readonly Scenario[] {
-  if (!text?.trim()) return scenarios;
+  if (!text?.trim()) return allScenarios;
   const names = text
     .split(',')
     .map((name) => name.trim())
-    .filter((name) => name.length > 0);
-  const unknown = names.filter((name) => !scenarios.some((s) => s.name === name));
+    .filter((name) => name.length > 0)
+    .flatMap((name) => (name === CONTRACT_GROUP ? adapterContract.map((s) => s.name) : [name]));
+  const unknown = names.filter((name) => !allScenarios.some((s) => s.name === name));
   if (unknown.length > 0) {
     throw new Error(
-      `Unknown scenario(s): ${unknown.join(', ')}. Known scenarios: ${scenarios.map((s) => s.name).join(', ')}.`,
+      `Unknown scenario(s): ${unknown.join(', ')}. Known scenarios: ${CONTRACT_GROUP} (all of the contract), ${allScenarios.map((s) => s.name).join(', ')}.`,
     );
   }
-  return scenarios.filter((s) => names.includes(s.name));
+  return allScenarios.filter((s) => names.includes(s.name));
 }
 
 export {
+  adapterContract,
   badTokens,
   boundedWait,
   fallbackCap,

@@ -1,8 +1,9 @@
 import {
+  createMongoAdapter,
   type MongoAdapter,
-  MongoAdapter as MongoAdapterClass,
   type MongoConnection,
   type MongoPosition,
+  WriteInReadError,
 } from '@tidemark/mongodb';
 import {
   type Cluster,
@@ -10,7 +11,14 @@ import {
   mongoReplicaSetUri,
   startCluster,
 } from '@tidemark/test-clusters';
-import type { AdapterNeeds, BadPositions, ConformanceTarget, Workload } from '../types.js';
+import { BSON } from 'mongodb';
+import type {
+  AdapterNeeds,
+  BadPositions,
+  ConformanceTarget,
+  ContractOps,
+  Workload,
+} from '../types.js';
 
 /** The cluster targets the MongoDB adapter is proven against; they share this module. */
 export type MongoClusterTarget = 'mongo-sim' | 'mongo';
@@ -56,6 +64,55 @@ export const mongoWorkload: Workload<MongoConnection> = {
   },
 };
 
+/**
+ * The adapter contract's statements. A slow read differs: the simulator runs no JavaScript, so
+ * there it is a find that waits for a cluster time far ahead until its maxTimeMS; a real mongod
+ * rejects such a time, and sleeps in `$where` instead.
+ */
+function mongoContract(name: MongoClusterTarget): ContractOps<MongoConnection> {
+  return {
+    async slowRead(connection, seconds) {
+      const ms = Math.round(seconds * 1000);
+      if (name === 'mongo-sim') {
+        const farAhead = new BSON.Timestamp({ t: Math.floor(Date.now() / 1000) + 100_000, i: 1 });
+        await connection.db
+          .command(
+            {
+              find: 'orders',
+              filter: {},
+              readConcern: { level: 'local', afterClusterTime: farAhead },
+              maxTimeMS: ms,
+            },
+            { session: connection.session },
+          )
+          .catch((error: unknown) => {
+            // MaxTimeMSExpired is the end of the sleep, not a failure of the read.
+            if ((error as { code?: unknown }).code !== 50) throw error;
+          });
+        return;
+      }
+      await orders(connection)
+        .find({ $where: `sleep(${ms}) || true` }, { session: connection.session })
+        .limit(1)
+        .toArray();
+    },
+    isReadOnlyRefusal: (error) => error instanceof WriteInReadError,
+    async badQuery(connection) {
+      await connection.db.command({ tidemarkNoSuchCommand: 1 }, { session: connection.session });
+    },
+    async insertInOpenTransaction(connection, order) {
+      connection.session.startTransaction();
+      await mongoWorkload.insertOrder(connection, order);
+    },
+    ...(name === 'mongo-sim'
+      ? {
+          noRollbackReason:
+            'the simulator runs no transactions: it applies the insert at once and answers abortTransaction with CommandNotFound',
+        }
+      : {}),
+  };
+}
+
 /** A million seconds past `current`: no test cluster's clock gets there. */
 const FAR_AHEAD_SECONDS = 1_000_000;
 
@@ -77,14 +134,19 @@ function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}): MongoAdapter {
   for (const node of cluster.replicas()) {
     if (node.running) replicas[node.name] = `${node.host}:${node.port}`;
   }
+  // Port 1 on the loopback: nothing listens there, so the member is unreachable.
+  if (needs.unreachableReplica) replicas[needs.unreachableReplica] = '127.0.0.1:1';
   const lossy = needs.unreplicatedWrites === true;
-  return new MongoAdapterClass({
+  return createMongoAdapter({
     uri: mongoReplicaSetUri(cluster, lossy ? '1' : 'majority'),
     database: DATABASE,
     replicas,
     allowNonMajorityWrites: lossy,
     // A killed member must fail a read in seconds, not after the driver's 30 s default; the
     // driver's heartbeats (every 500 ms) answer the monitor's probes without extra round trips.
+    // `needs.singleConnection` does not apply: the driver cannot stop an operation it sent, so
+    // an aborted read keeps its connection until the server answers, and the driver's own pool
+    // opens another for the next read.
     clientOptions: { serverSelectionTimeoutMS: 2000, heartbeatFrequencyMS: 500 },
   });
 }
@@ -95,6 +157,7 @@ function mongoTarget(name: MongoClusterTarget): ConformanceTarget<MongoPosition,
     startCluster: () => startCluster(name, { replicas: 2 }),
     createAdapter: adapterFor,
     workload: mongoWorkload,
+    contract: mongoContract(name),
     badPositions: mongoBadPositions,
   };
 }

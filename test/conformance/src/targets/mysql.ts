@@ -6,7 +6,13 @@ import {
 } from '@tidemark/mysql';
 import { type Cluster, startCluster } from '@tidemark/test-clusters';
 import type { PoolConnection } from 'mysql2/promise';
-import type { BadPositions, ConformanceTarget, Workload } from '../types.js';
+import type {
+  AdapterNeeds,
+  BadPositions,
+  ConformanceTarget,
+  ContractOps,
+  Workload,
+} from '../types.js';
 
 /** The cluster targets the MySQL/MariaDB adapter is proven against; they share this module. */
 export type MysqlClusterTarget = 'mysql97' | 'mariadb1011';
@@ -48,6 +54,28 @@ export const mysqlWorkload: Workload<PoolConnection> = {
     ]);
   },
 };
+
+export const mysqlContract: ContractOps<PoolConnection> = {
+  async slowRead(connection, seconds) {
+    await connection.query('SELECT SLEEP(?)', [seconds]);
+  },
+  async badQuery(connection) {
+    await connection.query('SELEC 1');
+  },
+  // 1792: a write in a READ ONLY transaction. A MySQL replica with super_read_only answers 1290
+  // first; the session is read-only there all the same.
+  isReadOnlyRefusal: (error) => {
+    const errno = (error as { errno?: unknown } | undefined)?.errno;
+    return errno === 1792 || errno === 1290;
+  },
+  async insertInOpenTransaction(connection, order) {
+    await connection.query('START TRANSACTION');
+    await mysqlWorkload.insertOrder(connection, order);
+  },
+};
+
+/** Port 1 on the loopback: nothing listens there, so connecting is refused at once. */
+const UNREACHABLE_URL = 'mysql://root@127.0.0.1:1/test';
 
 /** 2^40 transactions past the primary: no test cluster gets there. */
 const FAR_AHEAD = 1n << 40n;
@@ -92,14 +120,15 @@ function flavourOf(target: MysqlClusterTarget): 'mysql' | 'mariadb' {
  * replica a route decision names. Only running replicas are configured: the adapter models what
  * an application lists at startup.
  */
-function adapterFor(target: MysqlClusterTarget, cluster: Cluster) {
+function adapterFor(target: MysqlClusterTarget, cluster: Cluster, needs: AdapterNeeds = {}) {
   const replicas: Record<string, string> = {};
   for (const node of cluster.replicas()) if (node.running) replicas[node.name] = node.url;
+  if (needs.unreachableReplica) replicas[needs.unreachableReplica] = UNREACHABLE_URL;
   return createMysqlAdapter({
     flavour: flavourOf(target),
     primary: cluster.primary().url,
     replicas,
-    poolSize: 4,
+    poolSize: needs.singleConnection ? 1 : 4,
   });
 }
 
@@ -108,8 +137,10 @@ export function mysqlTarget(): ConformanceTarget<GtidSet, PoolConnection> {
   return {
     name: 'mysql97',
     startCluster: () => startCluster('mysql97', { replicas: 2 }),
-    createAdapter: (cluster) => adapterFor('mysql97', cluster) as MysqlAdapter<GtidSet>,
+    createAdapter: (cluster, needs) =>
+      adapterFor('mysql97', cluster, needs) as MysqlAdapter<GtidSet>,
     workload: mysqlWorkload,
+    contract: mysqlContract,
     badPositions: mysqlBadPositions,
   };
 }
@@ -119,9 +150,10 @@ export function mariadbTarget(): ConformanceTarget<MariadbGtidPosition, PoolConn
   return {
     name: 'mariadb1011',
     startCluster: () => startCluster('mariadb1011', { replicas: 2 }),
-    createAdapter: (cluster) =>
-      adapterFor('mariadb1011', cluster) as MysqlAdapter<MariadbGtidPosition>,
+    createAdapter: (cluster, needs) =>
+      adapterFor('mariadb1011', cluster, needs) as MysqlAdapter<MariadbGtidPosition>,
     workload: mysqlWorkload,
+    contract: mysqlContract,
     badPositions: mariadbBadPositions,
   };
 }

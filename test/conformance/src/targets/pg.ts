@@ -1,7 +1,7 @@
 import { createPgAdapter, type PgPosition } from '@tidemark/pg';
 import { type Cluster, startCluster } from '@tidemark/test-clusters';
 import type { PoolClient } from 'pg';
-import type { ConformanceTarget, Workload } from '../types.js';
+import type { AdapterNeeds, ConformanceTarget, ContractOps, Workload } from '../types.js';
 
 /** The cluster targets the PostgreSQL adapter is proven against; they share this module. */
 export type PgClusterTarget = 'pg15' | 'pg18' | 'pg19';
@@ -46,15 +46,39 @@ export const pgWorkload: Workload<PoolClient> = {
   },
 };
 
+export const pgContract: ContractOps<PoolClient> = {
+  async slowRead(client, seconds) {
+    await client.query('SELECT pg_sleep($1)', [seconds]);
+  },
+  async badQuery(client) {
+    await client.query('SELEC 1');
+  },
+  // SQLSTATE 25006 read_only_sql_transaction.
+  isReadOnlyRefusal: (error) => (error as { code?: unknown } | undefined)?.code === '25006',
+  async insertInOpenTransaction(client, order) {
+    await client.query('BEGIN');
+    await pgWorkload.insertOrder(client, order);
+  },
+};
+
+/** Port 1 on the loopback: nothing listens there, so connecting is refused at once. */
+const UNREACHABLE_URL = 'postgres://postgres@127.0.0.1:1/postgres';
+
 /**
  * Replica ids are the cluster's node names (`n1`, `n2`), so scenarios can pause or kill the
  * replica a route decision names. Only running replicas are configured: the adapter models what
  * an application lists at startup.
  */
-function adapterFor(cluster: Cluster) {
+function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}) {
   const replicas: Record<string, string> = {};
   for (const node of cluster.replicas()) if (node.running) replicas[node.name] = node.url;
-  return createPgAdapter({ primary: cluster.primary().url, replicas, wait: 'auto', poolSize: 4 });
+  if (needs.unreachableReplica) replicas[needs.unreachableReplica] = UNREACHABLE_URL;
+  return createPgAdapter({
+    primary: cluster.primary().url,
+    replicas,
+    wait: 'auto',
+    poolSize: needs.singleConnection ? 1 : 4,
+  });
 }
 
 /** The PostgreSQL adapter against a local cluster of the given server version. */
@@ -66,6 +90,7 @@ export function pgTarget(
     startCluster: () => startCluster(clusterTarget, { replicas: 2 }),
     createAdapter: adapterFor,
     workload: pgWorkload,
+    contract: pgContract,
     badPositions: {
       // 2^40 bytes (1 TiB) of WAL past the primary: no test cluster gets there.
       impossible: (current) => ({ timeline: current.timeline, lsn: current.lsn + (1n << 40n) }),

@@ -5,6 +5,8 @@ import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { describe, expect, it } from 'vitest';
 import {
   type AnyConformanceTarget,
+  adapterContract,
+  allScenarios,
   formatLine,
   formatSummary,
   missingCapabilities,
@@ -14,6 +16,7 @@ import {
   runScenario,
   type ScenarioReport,
   scenarios,
+  selectScenarios,
   traceAdapter,
 } from '../../src/index.js';
 
@@ -107,6 +110,28 @@ describe('report', () => {
 });
 
 describe('scenario list', () => {
+  it('runs the six adapter contract checks first, on the shared cluster, needing nothing', () => {
+    expect(adapterContract.map((s) => s.name)).toEqual([
+      'contract-read-observes',
+      'contract-read-only',
+      'contract-no-leaked-transaction',
+      'contract-retryable',
+      'contract-abort',
+      'contract-closed',
+    ]);
+    expect(allScenarios).toEqual([...adapterContract, ...scenarios]);
+    expect(adapterContract.every((s) => !s.freshCluster && (s.needs ?? []).length === 0)).toBe(
+      true,
+    );
+    expect(selectScenarios(undefined)).toEqual(allScenarios);
+    expect(selectScenarios('contract')).toEqual(adapterContract);
+    expect(selectScenarios('contract-abort,ryw-idle').map((s) => s.name)).toEqual([
+      'contract-abort',
+      'ryw-idle',
+    ]);
+    expect(() => selectScenarios('contract-nope')).toThrow(/Unknown scenario/);
+  });
+
   it('has the thirteen scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
     expect(new Set(names).size).toBe(13);

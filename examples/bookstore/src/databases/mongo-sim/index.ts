@@ -48,11 +48,11 @@ export function createMongoSimDatabase(): Database<MongoDemoConnection> {
     },
     async createTidemarkStrategy(context, settings) {
       // Loaded on demand: the baselines run without @tidemark/mongodb built.
-      const [{ MongoAdapter }, { createTidemarkStrategy }] = await Promise.all([
+      const [{ createMongoAdapter }, { createTidemarkStrategy }] = await Promise.all([
         import('@tidemark/mongodb'),
         import('../../strategies/tidemark.js'),
       ]);
-      const adapter = new MongoAdapter({
+      const adapter = createMongoAdapter({
         uri: context.primaryUrl,
         database: DEMO_DATABASE,
         replicas: { [REPLICA_ID]: memberHost(context.replicaUrl) },

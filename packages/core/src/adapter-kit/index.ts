@@ -1,0 +1,50 @@
+/**
+ * The adapter kit: what every Tidemark database adapter needs besides its SQL or BSON. Import it
+ * from `@tidemark/core/adapter`; applications never need it.
+ *
+ * @packageDocumentation
+ */
+export type {
+  Adapter,
+  CapturedWrite,
+  PrimaryVerdict,
+  ReadContext,
+  ReadOutcome,
+  WaitOutcome,
+  WriteOptions,
+  WriteOutcome,
+} from '../adapter.js';
+export { PRIMARY } from '../adapter.js';
+export {
+  AdapterError,
+  errorMessage,
+  TransactionLeftOpenError,
+  UnknownReplicaError,
+} from './errors.js';
+export { AdapterLifecycle } from './lifecycle.js';
+export {
+  DEFAULT_POOL_SIZE,
+  MONITOR_CONNECT_TIMEOUT_MS,
+  MONITOR_POOL_SIZE,
+  requireOptionsObject,
+  urlOrObject,
+  validateNonEmptyString,
+  validateNonNegative,
+  validateOneOf,
+  validatePoolSize,
+  validateReplicas,
+} from './options.js';
+export {
+  createPoolSet,
+  type NodePools,
+  type PoolRole,
+  PoolSet,
+  type PrimaryPools,
+} from './pool-set.js';
+export {
+  RoundTripCounters,
+  type RoundTrips,
+  type TripCounter,
+  tripCounter,
+} from './round-trips.js';
+export { WAIT_UNSUPPORTED, waitCannotStart, waitVerdict } from './wait.js';
