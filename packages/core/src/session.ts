@@ -228,21 +228,7 @@ export class Session {
    * settled stay pending and the first error is thrown (typed, retryable).
    */
   async settled(cluster?: string): Promise<void> {
-    const clusters = cluster === undefined ? [...this.pending.keys()] : [cluster];
-    let failure: unknown;
-    for (const name of clusters) {
-      const list = this.pending.get(name);
-      if (!list) continue;
-      const results = await Promise.allSettled(list.map((p) => p.settle()));
-      const done = new Set(list.filter((_, i) => results[i]?.status === 'fulfilled'));
-      // Reads that finished meanwhile added entries of their own: keep those.
-      const left = (this.pending.get(name) ?? []).filter((p) => !done.has(p));
-      if (left.length > 0) this.pending.set(name, left);
-      else this.pending.delete(name);
-      const rejected = results.find((r) => r.status === 'rejected');
-      if (rejected && failure === undefined) failure = rejected.reason;
-    }
-    if (failure !== undefined) throw failure;
+    await this.settleWhere(() => true, cluster === undefined ? undefined : [cluster]);
   }
 
   /**
@@ -250,12 +236,21 @@ export class Session {
    * `toTokenData({ carryPending: true })`.
    */
   async settledWrites(): Promise<void> {
+    await this.settleWhere((p) => p.write === true);
+  }
+
+  /** Settle the pending positions `which` selects; the rest, and failures, stay pending. */
+  private async settleWhere(
+    which: (pending: PendingPosition) => boolean,
+    clusters: readonly string[] = [...this.pending.keys()],
+  ): Promise<void> {
     let failure: unknown;
-    for (const [name, list] of [...this.pending]) {
-      const writes = list.filter((p) => p.write);
-      if (writes.length === 0) continue;
-      const results = await Promise.allSettled(writes.map((p) => p.settle()));
-      const done = new Set(writes.filter((_, i) => results[i]?.status === 'fulfilled'));
+    for (const name of clusters) {
+      const chosen = (this.pending.get(name) ?? []).filter(which);
+      if (chosen.length === 0) continue;
+      const results = await Promise.allSettled(chosen.map((p) => p.settle()));
+      const done = new Set(chosen.filter((_, i) => results[i]?.status === 'fulfilled'));
+      // Reads that finished meanwhile added entries of their own: keep those.
       const left = (this.pending.get(name) ?? []).filter((p) => !done.has(p));
       if (left.length > 0) this.pending.set(name, left);
       else this.pending.delete(name);

@@ -44,6 +44,26 @@ async function routerOver(primarySeq: number, replicaSeq: number) {
   return router;
 }
 
+/**
+ * A router over an adapter that reports nothing with its reads (the router settles them from a
+ * probe); `onProbe` sees every probe.
+ */
+async function silentRouterOver(primarySeq: number, replicaSeq: number, onProbe?: () => void) {
+  const { adapter, state } = memoryCluster(primarySeq, replicaSeq);
+  const silent: Adapter<HistoryPosition, string> = {
+    ...adapter,
+    read: async (target, fn) => ({ value: await fn(target) }),
+    probe: async (id, context) => {
+      onProbe?.();
+      return adapter.probe(id, context);
+    },
+  };
+  const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
+  routers.push(router);
+  await router.ready();
+  return { router, state };
+}
+
 const codec = new TokenCodec({ keys: [{ id: 'k', secret: 'r'.repeat(32) }] });
 
 async function readThrough(
@@ -98,14 +118,7 @@ describe('carrier + router', () => {
 describe('carrier + router: positions that reads observe', () => {
   it('a read whose position is settled later still reaches the response token (invariant 3)', async () => {
     // An adapter that reports nothing with the read: the router settles it from a probe.
-    const { adapter, state } = memoryCluster(12, 12);
-    const silent: Adapter<HistoryPosition, string> = {
-      ...adapter,
-      read: async (target, fn) => ({ value: await fn(target) }),
-    };
-    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
-    routers.push(router);
-    await router.ready();
+    const { router, state } = await silentRouterOver(12, 12);
     state.replicaSeq = 15; // the replica moved on before the read: the read saw 15
     const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
     const scope = await carrier.begin({ header: () => undefined, secure: false });
@@ -120,19 +133,10 @@ describe('carrier + router: positions that reads observe', () => {
   });
 
   it('carryPending: the response carries the read instead of probing; the next request reads the same replica, no probe', async () => {
-    const { adapter, state } = memoryCluster(12, 12);
     let probes = 0;
-    const silent: Adapter<HistoryPosition, string> = {
-      ...adapter,
-      read: async (target, fn) => ({ value: await fn(target) }),
-      probe: async (id, context) => {
-        probes++;
-        return adapter.probe(id, context);
-      },
-    };
-    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
-    routers.push(router);
-    await router.ready();
+    const { router, state } = await silentRouterOver(12, 12, () => {
+      probes++;
+    });
     state.replicaSeq = 15;
     const carrier = new TokenCarrier({
       codec,
@@ -189,15 +193,7 @@ describe('carrier + router: positions that reads observe', () => {
   });
 
   it('without carryPending, a carried read is settled by the request that routes on it', async () => {
-    const { adapter, state } = memoryCluster(12, 15);
-    const silent: Adapter<HistoryPosition, string> = {
-      ...adapter,
-      read: async (target, fn) => ({ value: await fn(target) }),
-    };
-    const router = new Router({ adapter: silent, cluster: 'main', wait: { budgetMs: 0 } });
-    routers.push(router);
-    await router.ready();
-    void state;
+    const { router } = await silentRouterOver(12, 15);
     const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
     const token = codec.encode({ positions: {}, pending: { main: ['r1'] } });
     const { scope } = await readThrough(carrier, router, { cookie: `tidemark=${token}` });
