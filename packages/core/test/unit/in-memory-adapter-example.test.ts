@@ -1,0 +1,62 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createMemoryAdapter, MemoryCluster } from '../../examples/in-memory-adapter.js';
+import { Router, Session } from '../../src/index.js';
+
+/** The core README's worked example, run: a router over the in-memory adapter. */
+const routers: Router<number, unknown>[] = [];
+afterEach(async () => {
+  await Promise.all(routers.splice(0).map((r) => r.close()));
+});
+
+async function setup() {
+  const cluster = new MemoryCluster(['r1', 'r2']);
+  const router = new Router({
+    adapter: createMemoryAdapter(cluster) as never,
+    wait: { budgetMs: 0 },
+  }) as Router<number, unknown>;
+  routers.push(router);
+  await router.ready();
+  return { cluster, router };
+}
+
+describe('the in-memory adapter (worked example)', () => {
+  it('read-your-writes while replicas lag; a naive replica read misses the write', async () => {
+    const { cluster, router } = await setup();
+    const session = new Session();
+    await router.write(session, async (c) => (c as { insert(r: string): void }).insert('order 1'));
+    // Neither replica has applied it: the router sends the read to the primary.
+    const read = await router.readDetailed(session, async (c) => (c as { rows: string[] }).rows);
+    expect(read.value).toEqual(['order 1']);
+    expect(read.decision.target).toBe('primary');
+    // Control: what a replica shows right now.
+    expect(cluster.log.slice(0, cluster.applied.get('r1'))).toEqual([]);
+    // Once a replica applies it, the read goes there.
+    cluster.replicate('r2');
+    await router.monitor.refresh();
+    const again = await router.readDetailed(session, async (c) => (c as { rows: string[] }).rows);
+    expect(again.decision.target).toBe('r2');
+    expect(again.value).toEqual(['order 1']);
+  });
+
+  it('reads are read-only, unknown replicas and a closed adapter are typed errors', async () => {
+    const cluster = new MemoryCluster(['r1']);
+    const adapter = createMemoryAdapter(cluster);
+    await expect(adapter.read('r1', async (c) => c.insert('x'), { observe: true })).rejects.toThrow(
+      /read-only/,
+    );
+    await expect(
+      adapter.probe('r9', { signal: new AbortController().signal, primary: undefined }),
+    ).rejects.toMatchObject({
+      code: 'TIDEMARK_CONFIG',
+    });
+    await adapter.close();
+    await expect(
+      adapter.probePrimary({ signal: new AbortController().signal }),
+    ).rejects.toMatchObject({
+      code: 'TIDEMARK_CLOSED',
+    });
+    expect(() => adapter.codec.decode('01')).toThrow(
+      expect.objectContaining({ code: 'TIDEMARK_POSITION_INVALID' }),
+    );
+  });
+});
