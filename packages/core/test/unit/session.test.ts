@@ -136,7 +136,7 @@ describe('Session and tokens', () => {
   });
 });
 
-// Regression (issue 15, 2b): fromToken took any shape. `{ positions: null }` threw an untyped
+// Regression: fromToken took any shape. `{ positions: null }` threw an untyped
 // TypeError and `{ positions: 'main' }` produced clusters "0".."3".
 describe('Session.fromToken validates its input', () => {
   function codeOf(fn: () => unknown): string {

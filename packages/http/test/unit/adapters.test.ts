@@ -75,7 +75,7 @@ describe.each(FRAMEWORKS)('%s adapter', (framework) => {
     expect(await otherDevice.json()).toEqual({ clusters: ['main'], main: '99' });
   });
 
-  // Regression (issue 15, finding 5): the header's older token won over the cookie's newer
+  // Regression: the header's older token won over the cookie's newer
   // one, the read missed the write, and the response lowered the cookie.
   it('merges an older header token with a newer cookie token and never lowers the cookie', async () => {
     const headers = {

@@ -1,6 +1,6 @@
 // Tokens from every source (header, cookie, store) merge per cluster with the cluster's codec;
 // what goes back is never lower than what came in; bad positions and unknown clusters are
-// dropped and counted (issue 15: finding 5, items 2a and 2c).
+// dropped and counted.
 import { ConfigError, type PositionCodec, Session, TokenCodec } from '@tidemark/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -96,7 +96,7 @@ function memoryStore(initial: Record<string, Record<string, string>> = {}): Toke
   };
 }
 
-describe('finding 5: header and cookie merge per cluster', () => {
+describe('header and cookie merge per cluster', () => {
   it('routes on the newer cookie when the header carries an older token', async () => {
     const carrier = carrierWith();
     const scope = await scopeOf(carrier, carrying({ main: '1.5' }, { main: '1.9', other: '1.2' }));
@@ -190,7 +190,7 @@ describe('finding 5: header and cookie merge per cluster', () => {
   });
 });
 
-describe('item 2a: a bad position is no position for its cluster', () => {
+describe('a bad position is no position for its cluster', () => {
   it('drops an invalid position, keeps the good ones, and counts it', async () => {
     const carrier = carrierWith();
     const events: BadTokenEvent[] = [];
@@ -232,7 +232,7 @@ describe('item 2a: a bad position is no position for its cluster', () => {
   });
 });
 
-describe('item 2c: clusters the carrier does not know are never echoed', () => {
+describe('clusters the carrier does not know are never echoed', () => {
   it('drops unknown clusters from an unsigned token and counts them', async () => {
     const carrier = carrierWith({ codec: unsigned });
     const scope = await scopeOf(

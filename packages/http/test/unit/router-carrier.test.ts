@@ -1,5 +1,5 @@
 // The carrier in front of a real core Router over an in-memory cluster: what a request carries
-// decides where its reads go (issue 15: finding 5 and item 2a, end to end).
+// decides where its reads go, end to end: sources that disagree, and bad positions.
 import { type Adapter, currentSession, Router, TokenCodec } from '@tidemark/core';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRejection, TokenCarrier } from '../../src/index.js';
@@ -80,7 +80,7 @@ async function readThrough(
 }
 
 describe('carrier + router', () => {
-  it('finding 5: a newer cookie next to an older header sends the read where the write is', async () => {
+  it('a newer cookie next to an older header sends the read where the write is', async () => {
     // The session wrote 5 (header token) and later 9 (cookie token); the replica has 5 only.
     const router = await routerOver(9, 5);
     const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
@@ -95,7 +95,7 @@ describe('carrier + router', () => {
     expect(historyCodec.decode(codec.decode(token).positions['main'] ?? '').seq).toBe(9);
   });
 
-  it('item 2a: a bad position for the cluster reads as no position instead of throwing', async () => {
+  it('a bad position for the cluster reads as no position instead of throwing', async () => {
     // The router rejects bad positions (its default); the carrier's ignore policy must drop
     // them first, while the good position of another cluster stays.
     const router = await routerOver(9, 9);

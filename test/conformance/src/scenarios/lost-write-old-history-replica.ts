@@ -14,7 +14,7 @@ const TOKENLESS_READS = 20;
 const CONTROL_READS = 4;
 
 /**
- * A failover that leaves a replica on the old history (issue 15): R2 is promoted without W while
+ * A failover that leaves a replica on the old history: R2 is promoted without W while
  * R1, which applied W, stays a running replica that follows nobody. A router created after the
  * promotion, still listing R1 as a replica, must never serve W as fresh: a read with W's token
  * gets OtherHistoryError (or, under otherHistory 'primary', a primary read without W), and a
