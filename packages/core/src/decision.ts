@@ -11,6 +11,8 @@
  *   (`otherHistory: 'primary'`) sends it to the primary, and the session is not raised by it.
  * - `degraded-stale`: cap exhausted, policy 'stale': served by a replica that may be behind.
  * - `bad-token-ignored`: the session's position was invalid or impossible and policy ignores it.
+ * - `shadow`: shadow mode (`mode: 'shadow'`) sent the read to the primary, as an app without
+ *   replica reads does, and predicted in the background where it would have gone.
  */
 export type DecisionReason =
   | 'no-token'
@@ -21,7 +23,8 @@ export type DecisionReason =
   | 'primary-other-history'
   | 'primary-history-unverified'
   | 'degraded-stale'
-  | 'bad-token-ignored';
+  | 'bad-token-ignored'
+  | 'shadow';
 
 export const DECISION_REASONS: readonly DecisionReason[] = [
   'no-token',
@@ -33,6 +36,7 @@ export const DECISION_REASONS: readonly DecisionReason[] = [
   'primary-history-unverified',
   'degraded-stale',
   'bad-token-ignored',
+  'shadow',
 ];
 
 /** Where one read went, and why. */
@@ -56,4 +60,44 @@ export interface DecisionEvent extends RouteDecision {
    * so metrics and spans built from events need no clock of their own around each read.
    */
   readonly durationMs: number;
+}
+
+/**
+ * What happened to a routed read, coarser than the decision reason, for dashboards and reports.
+ * One grouping shared by every exporter (OpenTelemetry's `tidemark.route.outcome`, the
+ * Prometheus `outcome` label, shadow-mode predictions), so their numbers line up.
+ *
+ * - `replica`: served by a replica without waiting (no token, covered, or bad token ignored).
+ * - `replica_waited`: a replica caught up within the wait budget.
+ * - `primary_fallback`: served by the primary (no replica caught up, none healthy, or a token
+ *   from another or an unverified history under `otherHistory: 'primary'`).
+ * - `degraded_stale`: the fallback cap was spent and policy `degraded: 'stale'` served a replica
+ *   that may be behind.
+ * - `error`: the read threw (typed routing error or a failed query).
+ * - `shadow`: shadow mode served the read from the primary and only predicted a route.
+ */
+export type RouteOutcome =
+  | 'replica'
+  | 'replica_waited'
+  | 'primary_fallback'
+  | 'degraded_stale'
+  | 'error'
+  | 'shadow';
+
+const OUTCOME_BY_REASON: Readonly<Record<DecisionReason, RouteOutcome>> = {
+  'no-token': 'replica',
+  'replica-covered': 'replica',
+  'bad-token-ignored': 'replica',
+  'replica-waited': 'replica_waited',
+  'primary-fallback': 'primary_fallback',
+  'primary-no-replica': 'primary_fallback',
+  'primary-other-history': 'primary_fallback',
+  'primary-history-unverified': 'primary_fallback',
+  'degraded-stale': 'degraded_stale',
+  shadow: 'shadow',
+};
+
+/** The outcome a decision reason belongs to (see {@link RouteOutcome}). */
+export function routeOutcome(reason: DecisionReason): RouteOutcome {
+  return OUTCOME_BY_REASON[reason];
 }

@@ -22,6 +22,8 @@ export {
   type DecisionEvent,
   type DecisionReason,
   type RouteDecision,
+  type RouteOutcome,
+  routeOutcome,
 } from './decision.js';
 export {
   type AdapterErrorCode,
@@ -72,6 +74,7 @@ export {
   selectionPolicy,
 } from './selection.js';
 export { type FromTokenOptions, type PendingPosition, Session } from './session.js';
+export type { PredictedOutcome, ShadowPrediction, ShadowReport } from './shadow.js';
 export {
   assertClusterName,
   type SigningKey,

@@ -13,7 +13,7 @@ import {
   type Route,
   type Rungs,
 } from './decide.js';
-import type { DecisionEvent, RouteDecision } from './decision.js';
+import type { DecisionEvent, DecisionReason, RouteDecision } from './decision.js';
 import {
   ConfigError,
   ErrorCode,
@@ -37,6 +37,13 @@ import {
   selectionPolicy,
 } from './selection.js';
 import type { Session } from './session.js';
+import {
+  naiveWouldMiss,
+  predictedOutcome,
+  ShadowLedger,
+  type ShadowPrediction,
+  type ShadowReport,
+} from './shadow.js';
 import { assertClusterName } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
 import { BoundedWait } from './wait.js';
@@ -125,6 +132,16 @@ export interface RouterOptions<P, C> {
    * read returns (same shared probe).
    */
   settle?: 'deferred' | 'immediate';
+  /**
+   * `route` (default) routes reads as described above. `shadow` sends every read to the primary,
+   * as an app without replica reads does, and predicts in the background, for each read, what
+   * `route` would have done (replica, wait and how long, primary, error) and whether a naive
+   * replica router would have served it without the session's own writes: the numbers a team
+   * needs before turning replica reads on. Predictions use the monitor's state and the same
+   * shared probes a real wait sends; no read runs on a replica. Writes capture positions as in
+   * `route`, so tokens must travel as they will. See {@link Router.shadowReport}.
+   */
+  mode?: 'route' | 'shadow';
   clock?: Clock;
 }
 
@@ -172,6 +189,11 @@ export interface RouterEvents<P> {
 export interface RoutedRead<T> {
   readonly value: T;
   readonly decision: RouteDecision;
+  /**
+   * Shadow mode only: where the read would have gone. It resolves in the background after the
+   * read returned (a predicted wait takes as long as the real one would) and never rejects.
+   */
+  readonly prediction?: Promise<ShadowPrediction>;
 }
 
 /**
@@ -226,6 +248,10 @@ export class Router<P, C> {
   private readonly otherHistory: 'error' | 'primary';
   private readonly settleMode: 'deferred' | 'immediate';
   private readonly counters = new RouterMetrics();
+  /** Shadow mode's predictions; undefined in `route` mode. */
+  private readonly shadow: ShadowLedger | undefined;
+  /** The wait rung of predictions: real shared probes, but no counters or `wait` events. */
+  private readonly shadowWait: BoundedWait<P>;
   private closed = false;
 
   constructor(options: RouterOptions<P, C>) {
@@ -308,6 +334,11 @@ export class Router<P, C> {
         if (this.events.has('wait')) this.events.emit('wait', { cluster: this.cluster, ...report });
       },
     });
+    this.shadow =
+      oneOf('mode', options.mode ?? 'route', ['route', 'shadow'] as const) === 'shadow'
+        ? new ShadowLedger()
+        : undefined;
+    this.shadowWait = this.boundedWait.withReport(() => undefined);
     this.monitor.events.on('state', (state) => this.events.emit('replica-state', state));
     this.monitor.events.on('history', ({ id, history, previous }) => {
       if (history === 'diverged') this.counters.replicasDiverged++;
@@ -415,9 +446,10 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
-    if (!this.events.has('read-error')) return this.routeAndRead(session, fn, options, started);
+    const run = this.shadow ? this.shadowRead.bind(this) : this.routeAndRead.bind(this);
+    if (!this.events.has('read-error')) return run(session, fn, options, started);
     try {
-      return await this.routeAndRead(session, fn, options, started);
+      return await run(session, fn, options, started);
     } catch (error) {
       const durationMs = this.clock.now() - started;
       this.events.emit('read-error', { cluster: this.cluster, error, durationMs });
@@ -496,6 +528,135 @@ export class Router<P, C> {
       this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
     }
     return { value: outcome.value, decision };
+  }
+
+  /**
+   * Shadow mode: the read runs on the primary and never raises the session (a primary read
+   * would pin later predictions to the primary's position, which no routed read requires); the
+   * prediction starts with it and finishes in the background.
+   */
+  private async shadowRead<T>(
+    session: Session,
+    fn: (connection: C) => Promise<T>,
+    options: ReadOptions,
+    started: number,
+  ): Promise<RoutedRead<T>> {
+    const ledger = this.shadow as ShadowLedger;
+    const bindTicket = this.monitor.ticket();
+    session.bindCarried(this.cluster, (target) =>
+      this.settleObservation(session, target, bindTicket),
+    );
+    const prediction = this.predict(session, started, options);
+    ledger.track(prediction);
+    const { value } = await this.runRead(
+      { route: { target: PRIMARY, reason: 'shadow', stale: false }, token: NO_TOKEN },
+      fn,
+      options,
+    );
+    const decision: RouteDecision = {
+      cluster: this.cluster,
+      target: PRIMARY,
+      reason: 'shadow',
+      waitedMs: 0,
+      stale: false,
+      retried: false,
+    };
+    this.counters.record(decision);
+    if (this.events.has('decision')) {
+      this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
+    }
+    return { value, decision, prediction };
+  }
+
+  /**
+   * What `route` mode would do with this read: the same ladder (decide.ts) over the same
+   * monitor, with rungs that change nothing (no session raise or forget, no cap taken, no
+   * counters) and throw where routing would throw. Never rejects.
+   */
+  private async predict(
+    session: Session,
+    started: number,
+    options: ReadOptions,
+  ): Promise<ShadowPrediction> {
+    const naiveReplica =
+      this.adapter.replicas.length === 0
+        ? undefined
+        : this.adapter.replicas[Math.floor(Math.random() * this.adapter.replicas.length)];
+    let required: P | undefined;
+    let reason: DecisionReason | 'error';
+    let naiveStale: boolean | undefined;
+    try {
+      await session.settled(this.cluster);
+      required = session.position(this.cluster, this.adapter.codec);
+    } catch (error) {
+      const bad = error instanceof TokenError && this.badToken === 'ignore';
+      return this.prediction(bad ? 'bad-token-ignored' : 'error', started, undefined, naiveReplica);
+    }
+    const token: ResolvedToken<P> =
+      required === undefined ? NO_TOKEN : { kind: 'position', position: required };
+    const naive =
+      required !== undefined && naiveReplica !== undefined
+        ? naiveWouldMiss(this.monitor, this.adapter.codec, naiveReplica, required)
+        : Promise.resolve(undefined);
+    try {
+      reason = (await decide(this.predictionRungs(session, started, options), token)).route.reason;
+    } catch {
+      reason = 'error';
+    }
+    naiveStale = await naive;
+    return this.prediction(reason, started, naiveStale, naiveReplica);
+  }
+
+  private prediction(
+    reason: DecisionReason | 'error',
+    started: number,
+    naiveStale: boolean | undefined,
+    naiveReplica: string | undefined,
+  ): ShadowPrediction {
+    const waited = reason === 'replica-waited' || reason === 'primary-fallback';
+    return {
+      cluster: this.cluster,
+      reason,
+      outcome: predictedOutcome(reason),
+      waitedMs: waited ? this.clock.now() - started : 0,
+      naiveStale,
+      naiveReplica,
+    };
+  }
+
+  private predictionRungs(session: Session, started: number, options: ReadOptions): Rungs<P> {
+    const routed = this.rungs(session, started, options);
+    const primary = (reason: FallbackReason): Route => ({ target: PRIMARY, reason, stale: false });
+    return {
+      ...routed,
+      wait: this.shadowWait.enabled
+        ? (required, candidates) =>
+            this.shadowWait.until(required, candidates, started, undefined, options.affinityKey)
+        : undefined,
+      // The cap depends on the primary's load at the time, which a prediction cannot know.
+      fallback: async (reason) => primary(reason),
+      otherHistory: () => {
+        if (this.otherHistory === 'error') throw new Error('other-history');
+        return primary('primary-other-history');
+      },
+      historyUnverified: () => {
+        if (this.otherHistory === 'error') throw new Error('history-unverified');
+        return { target: PRIMARY, reason: 'primary-history-unverified', stale: false };
+      },
+      impossible: () => {
+        if (this.badToken === 'reject') throw new Error('impossible');
+      },
+    };
+  }
+
+  /** Shadow mode's predictions so far; undefined in `route` mode. */
+  shadowReport(): ShadowReport | undefined {
+    return this.shadow?.snapshot();
+  }
+
+  /** Resolves once every shadow prediction started so far is counted (no-op in `route` mode). */
+  async shadowSettled(): Promise<void> {
+    await this.shadow?.settled();
   }
 
   /**

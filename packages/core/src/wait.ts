@@ -39,6 +39,11 @@ export interface BoundedWaitOptions<P> {
 export class BoundedWait<P> {
   constructor(private readonly options: BoundedWaitOptions<P>) {}
 
+  /** The same wait (budget, probes, selection) reporting to `onWait` instead. */
+  withReport(onWait: (report: WaitReport) => void): BoundedWait<P> {
+    return new BoundedWait({ ...this.options, onWait });
+  }
+
   get enabled(): boolean {
     return this.options.budgetMs > 0;
   }

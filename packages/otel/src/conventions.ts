@@ -1,4 +1,3 @@
-import type { DecisionReason } from '@tidemark/core';
 
 /**
  * Attribute names. The `db.*`, `server.*` and `error.type` keys are OpenTelemetry's database
@@ -69,41 +68,6 @@ export const DB_SYSTEM_NAMES: readonly DbSystemName[] = [
   'mariadb',
   'mongodb',
 ];
-
-/**
- * What happened to a routed read, coarser than the decision reason, for dashboards:
- *
- * - `replica`: served by a replica without waiting (no token, covered, or bad token ignored).
- * - `replica_waited`: a replica caught up within the wait budget.
- * - `primary_fallback`: served by the primary (no replica caught up, none healthy, or a token
- *   from another or an unverified history under `otherHistory: 'primary'`).
- * - `degraded_stale`: the fallback cap was spent and policy `degraded: 'stale'` served a replica
- *   that may be behind.
- * - `error`: the read threw (typed routing error or a failed query).
- */
-export type RouteOutcome =
-  | 'replica'
-  | 'replica_waited'
-  | 'primary_fallback'
-  | 'degraded_stale'
-  | 'error';
-
-const OUTCOME_BY_REASON: Readonly<Record<DecisionReason, RouteOutcome>> = {
-  'no-token': 'replica',
-  'replica-covered': 'replica',
-  'bad-token-ignored': 'replica',
-  'replica-waited': 'replica_waited',
-  'primary-fallback': 'primary_fallback',
-  'primary-no-replica': 'primary_fallback',
-  'primary-other-history': 'primary_fallback',
-  'primary-history-unverified': 'primary_fallback',
-  'degraded-stale': 'degraded_stale',
-};
-
-/** The outcome a decision reason belongs to (see {@link RouteOutcome}). */
-export function routeOutcome(reason: DecisionReason): RouteOutcome {
-  return OUTCOME_BY_REASON[reason];
-}
 
 /**
  * `error.type` of a failed read: the stable Tidemark code when there is one, else the error's

@@ -5,10 +5,10 @@ export {
   type DbSystemName,
   errorType,
   METRIC,
-  type RouteOutcome,
-  routeOutcome,
   WAIT_DURATION_BUCKETS,
 } from './conventions.js';
+/** Re-exported from `@tidemark/core`, where the grouping lives so every exporter shares it. */
+export { type RouteOutcome, routeOutcome } from '@tidemark/core';
 export {
   INSTRUMENTATION_SCOPE,
   instrumentRouter,

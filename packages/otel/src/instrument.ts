@@ -17,6 +17,7 @@ import {
   type DecisionEvent,
   isHealthy,
   type Router,
+  routeOutcome,
   stalenessSeconds,
 } from '@tidemark/core';
 import {
@@ -26,7 +27,6 @@ import {
   type DbSystemName,
   errorType,
   METRIC,
-  routeOutcome,
   WAIT_DURATION_BUCKETS,
 } from './conventions.js';
 import { type NodeAddress, type NodeSpec, resolveNodes } from './nodes.js';

@@ -7,6 +7,7 @@ import {
   type ReplicaHistory,
   type ReplicaState,
   type RouterMetricsSnapshot,
+  routeOutcome,
   stalenessSeconds,
 } from '@tidemark/core';
 
@@ -48,19 +49,6 @@ interface Family {
 
 const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const HISTORIES: readonly ReplicaHistory[] = ['current', 'diverged', 'unknown', 'unchecked'];
-
-/** Outcome label of each decision reason; the same grouping as `tidemark.route.outcome` in OTel. */
-const OUTCOME: Readonly<Record<DecisionReason, string>> = {
-  'no-token': 'replica',
-  'replica-covered': 'replica',
-  'bad-token-ignored': 'replica',
-  'replica-waited': 'replica_waited',
-  'primary-fallback': 'primary_fallback',
-  'primary-no-replica': 'primary_fallback',
-  'primary-other-history': 'primary_fallback',
-  'primary-history-unverified': 'primary_fallback',
-  'degraded-stale': 'degraded_stale',
-};
 
 /**
  * Render the routers' counters (`router.metrics()`) and their replicas' state (the monitor's
@@ -105,7 +93,7 @@ export function prometheusText(
     const c = { cluster };
     for (const reason of DECISION_REASONS) {
       add('reads_total', 'counter', 'Reads served, by decision reason and outcome.', {
-        labels: { ...c, reason, outcome: OUTCOME[reason] },
+        labels: { ...c, reason, outcome: routeOutcome(reason) },
         value: m.byReason[reason],
       });
     }

@@ -60,3 +60,17 @@ describe('the in-memory adapter (worked example)', () => {
     );
   });
 });
+
+describe('the shadow mode example', () => {
+  it('reads on the primary; predicts one primary fallback, two replica reads, one naive miss', async () => {
+    const { runShadowExample } = await import('../../examples/shadow-mode.js');
+    const report = await runShadowExample();
+    expect(report.reads).toBe(3);
+    // Alice right after her write: no replica applies it within the 20 ms budget.
+    expect(report.byOutcome.primary_fallback).toBe(1);
+    expect(report.byOutcome.replica).toBe(2);
+    expect(report.naiveChecked).toBe(2);
+    expect(report.naiveStale).toBe(1);
+    expect(report.pending).toBe(0);
+  });
+});

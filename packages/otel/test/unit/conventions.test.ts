@@ -10,11 +10,12 @@ import { errorType, routeOutcome } from '../../src/index.js';
 import { resolveNodes } from '../../src/nodes.js';
 
 describe('route outcomes', () => {
-  it('every decision reason has one of the five documented outcomes', () => {
+  it('every decision reason has one of the documented outcomes (error is for thrown reads)', () => {
     const outcomes = new Set(DECISION_REASONS.map(routeOutcome));
     expect([...outcomes].sort()).toEqual(
-      ['degraded_stale', 'primary_fallback', 'replica', 'replica_waited'].sort(),
+      ['degraded_stale', 'primary_fallback', 'replica', 'replica_waited', 'shadow'].sort(),
     );
+    expect(routeOutcome('shadow')).toBe('shadow');
     expect(routeOutcome('replica-waited')).toBe('replica_waited');
     expect(routeOutcome('primary-no-replica')).toBe('primary_fallback');
   });
