@@ -1,7 +1,7 @@
 import { type Database, type DemoCluster, withDatabase } from './databases/index.js';
 import { LIST_LENGTH } from './ledger.js';
 import type { DemoOptions, ScenarioName, StrategyName } from './options.js';
-import { formatJson, formatLine, formatSummary } from './report.js';
+import { formatJson, formatLine, formatShadowComparison, formatSummary } from './report.js';
 import type { RunResult } from './result.js';
 import { createStrategy, describeStrategy } from './strategies/index.js';
 import type { TidemarkSettings } from './strategies/tidemark-settings.js';
@@ -78,6 +78,11 @@ async function runDemoOn<C>(
     }
     say();
     say(formatSummary(results));
+    const comparison = formatShadowComparison(results);
+    if (comparison !== '') {
+      say();
+      say(comparison);
+    }
     if (database.texts.notice) say(`note: ${database.texts.notice}`);
     return results;
   } finally {

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { DB_NAMES, type DbName } from './databases/types.js';
 import { DemoError, DemoErrorCode } from './errors.js';
 
-export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark'] as const;
+export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark', 'shadow'] as const;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
 
 export const SCENARIO_NAMES = ['idle', 'paused'] as const;
@@ -55,7 +55,9 @@ Options:
   --paused-orders N      orders in the paused scenario (default 300)
   --customers N          number of customers (default 100)
   --scenario S           idle | paused | all (default all)
-  --strategy A,B         any of naive,time-window,lab-router,tidemark (default all)
+  --strategy A,B         any of naive,time-window,lab-router,tidemark,shadow (default all);
+                         shadow: Tidemark's shadow mode, every read on the primary, with its
+                         predictions printed next to what naive and tidemark measured
   --primary-url URL      run against your own primary ...
   --replica-url URL      ... and its replica (both required together): postgres:// URLs with
                          --db pg, mysql:// URLs with --db mysql or mariadb (none with --db

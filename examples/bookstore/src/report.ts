@@ -1,15 +1,46 @@
-import { RESULT_FIELDS, type RunResult } from './result.js';
+import { RESULT_FIELDS, type RunResult, SHADOW_FIELDS } from './result.js';
+
+/** The run's fields in documented order: the shadow strategy's predictions after the rest. */
+function fields(result: RunResult): Array<[string, unknown]> {
+  const entries: Array<[string, unknown]> = RESULT_FIELDS.map((field) => [field, result[field]]);
+  const shadow = result.shadow;
+  if (shadow) for (const field of SHADOW_FIELDS) entries.push([field, shadow[field]]);
+  return entries;
+}
 
 /** `key=value` line of one run, fields in documented order; `-` stands for "no samples". */
 export function formatLine(result: RunResult): string {
-  return RESULT_FIELDS.map((field) => `${field}=${result[field] ?? '-'}`).join(' ');
+  return fields(result)
+    .map(([field, value]) => `${field}=${value ?? '-'}`)
+    .join(' ');
 }
 
 /** One JSON object (one line) of one run, fields in documented order. */
 export function formatJson(result: RunResult): string {
-  const ordered: Record<string, unknown> = {};
-  for (const field of RESULT_FIELDS) ordered[field] = result[field];
-  return JSON.stringify(ordered);
+  return JSON.stringify(Object.fromEntries(fields(result)));
+}
+
+/**
+ * Shadow mode's predictions next to what the real strategies measured on the same scenario:
+ * one block per scenario that ran shadow; empty when none did.
+ */
+export function formatShadowComparison(results: readonly RunResult[]): string {
+  const lines: string[] = [];
+  for (const shadowRun of results) {
+    const shadow = shadowRun.shadow;
+    if (!shadow) continue;
+    const measured = (strategy: string) =>
+      results.find((r) => r.scenario === shadowRun.scenario && r.strategy === strategy);
+    const naive = measured('naive');
+    const tidemark = measured('tidemark');
+    const or = (value: number | null | undefined) => (value == null ? 'not run' : String(value));
+    lines.push(
+      `shadow mode, ${shadowRun.scenario}: predicted (all ${shadowRun.reads} reads served by the primary) vs measured`,
+      `  naive    missing ${shadow.predicted_naive_missing} vs ${or(naive?.missing_in_list)}, after write ${shadow.predicted_naive_missing_after_write} vs ${or(naive?.missing_after_write)}`,
+      `  tidemark replica ${shadow.predicted_replica_reads} vs ${or(tidemark?.replica_reads)}, primary ${shadow.predicted_primary_reads} vs ${or(tidemark?.primary_reads)}, waits ${shadow.predicted_waits} vs ${or(tidemark?.waits)}, errors ${shadow.predicted_errors} vs ${or(tidemark?.errors)}`,
+    );
+  }
+  return lines.join('\n');
 }
 
 /** The human summary: one row per run, aligned columns. */

@@ -35,6 +35,28 @@ export interface RunResult {
    * simulator). Last, so earlier columns keep their place.
    */
   readonly db: DbName;
+  /** The shadow strategy's predictions for its own reads (after `db`); absent for the others. */
+  readonly shadow?: ShadowCounts;
+}
+
+/**
+ * What shadow mode predicted for the reads of its run, to compare with what the naive and
+ * tidemark runs of the same scenario (same seed, same writers and readers) measured.
+ */
+export interface ShadowCounts {
+  /** Reads tidemark would have served from the replica (with or without a wait). */
+  readonly predicted_replica_reads: number;
+  /** Reads tidemark would have sent to the primary (the fallback cap is not predicted). */
+  readonly predicted_primary_reads: number;
+  /** Reads tidemark would have failed (a policy error). */
+  readonly predicted_errors: number;
+  /** Reads that would have waited for the replica; compare with tidemark's `waits`. */
+  readonly predicted_waits: number;
+  readonly predicted_wait_ms_p50: number | null;
+  /** Checked reads naive would have served without the reader's own orders (`missing_in_list`). */
+  readonly predicted_naive_missing: number;
+  /** Of those, the writer's own read right after each write (`missing_after_write`). */
+  readonly predicted_naive_missing_after_write: number;
 }
 
 /** The documented fields, in output order. */
@@ -56,3 +78,14 @@ export const RESULT_FIELDS = [
   'duration_s',
   'db',
 ] as const satisfies ReadonlyArray<keyof RunResult>;
+
+/** The shadow strategy's extra fields, in output order, after {@link RESULT_FIELDS}. */
+export const SHADOW_FIELDS = [
+  'predicted_replica_reads',
+  'predicted_primary_reads',
+  'predicted_errors',
+  'predicted_waits',
+  'predicted_wait_ms_p50',
+  'predicted_naive_missing',
+  'predicted_naive_missing_after_write',
+] as const satisfies ReadonlyArray<keyof ShadowCounts>;

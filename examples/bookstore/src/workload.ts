@@ -1,8 +1,9 @@
+import type { ShadowPrediction } from '@tidemark/core';
 import type { DbName, OrderQueries } from './databases/types.js';
 import { OrderLedger } from './ledger.js';
 import type { ScenarioName } from './options.js';
 import { pickOthers, seededRandom } from './random.js';
-import type { RunResult } from './result.js';
+import type { RunResult, ShadowCounts } from './result.js';
 import { percentile, round2 } from './stats.js';
 import type { Strategy } from './strategies/index.js';
 
@@ -51,6 +52,7 @@ export async function runWorkload<C>(
       spec.log(`[${spec.scenario}/${strategy.name}] ${what} failed: ${message}`);
     }
   };
+  const predictions: PendingPrediction[] = [];
   const started = performance.now();
 
   for (let order = 1; order <= spec.orders; order++) {
@@ -76,6 +78,13 @@ export async function runWorkload<C>(
         if (read.target === 'primary') primaryReads++;
         else replicaReads++;
         if (read.waitedMs !== undefined) waitMs.push(read.waitedMs);
+        if (read.prediction) {
+          predictions.push({
+            prediction: read.prediction,
+            checked: ledger.expected(reader).length > 0,
+            afterWrite: reader === writer,
+          });
+        }
         listed = read.value;
       } catch (error) {
         noteError(`read for customer ${reader}`, error);
@@ -90,6 +99,8 @@ export async function runWorkload<C>(
     }
   }
 
+  const duration = (performance.now() - started) / 1000;
+  const shadow = predictions.length > 0 ? await shadowCounts(predictions) : undefined;
   return {
     scenario: spec.scenario,
     strategy: strategy.name,
@@ -105,7 +116,46 @@ export async function runWorkload<C>(
     read_ms_p99: round2(percentile(readMs, 99)),
     checked_reads: checked,
     missing_after_write: missingAfterWrite,
-    duration_s: round2((performance.now() - started) / 1000) ?? 0,
+    duration_s: round2(duration) ?? 0,
     db: spec.db,
+    ...(shadow ? { shadow } : {}),
+  };
+}
+
+interface PendingPrediction {
+  readonly prediction: Promise<ShadowPrediction>;
+  /** The reader had acknowledged orders: the read could miss one (as `checked_reads`). */
+  readonly checked: boolean;
+  readonly afterWrite: boolean;
+}
+
+/** Tally the shadow run's predictions once every one has finished (they never reject). */
+async function shadowCounts(pending: readonly PendingPrediction[]): Promise<ShadowCounts> {
+  const settled = await Promise.all(pending.map((p) => p.prediction));
+  let replica = 0;
+  let primary = 0;
+  let errors = 0;
+  let naiveMissing = 0;
+  let naiveAfterWrite = 0;
+  const waits: number[] = [];
+  settled.forEach((prediction, i) => {
+    const read = pending[i] as PendingPrediction;
+    if (prediction.outcome === 'error') errors++;
+    else if (prediction.outcome === 'replica' || prediction.outcome === 'replica_waited') replica++;
+    else primary++;
+    if (prediction.waited) waits.push(prediction.waitedMs);
+    if (read.checked && prediction.naiveStale === true) {
+      naiveMissing++;
+      if (read.afterWrite) naiveAfterWrite++;
+    }
+  });
+  return {
+    predicted_replica_reads: replica,
+    predicted_primary_reads: primary,
+    predicted_errors: errors,
+    predicted_waits: waits.length,
+    predicted_wait_ms_p50: round2(percentile(waits, 50)),
+    predicted_naive_missing: naiveMissing,
+    predicted_naive_missing_after_write: naiveAfterWrite,
   };
 }

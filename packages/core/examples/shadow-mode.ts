@@ -7,7 +7,7 @@
  *   pnpm --filter @tidemark/core exec tsx examples/shadow-mode.ts
  */
 import { Router, Session, type ShadowReport } from '../src/index.js';
-import { createMemoryAdapter, type MemoryConnection, MemoryCluster } from './in-memory-adapter.js';
+import { createMemoryAdapter, MemoryCluster, type MemoryConnection } from './in-memory-adapter.js';
 
 export async function runShadowExample(): Promise<ShadowReport> {
   const cluster = new MemoryCluster(['r1', 'r2']);

@@ -28,7 +28,7 @@ import { type HealthOptions, isHealthy } from './health.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
-import { bestEffortReplica, planRead } from './plan.js';
+import { bestEffortReplica, planRead, type ReadPlan } from './plan.js';
 import type { PositionCodec } from './position.js';
 import {
   type ReplicaLoad,
@@ -40,6 +40,7 @@ import type { Session } from './session.js';
 import {
   naiveWouldMiss,
   predictedOutcome,
+  probeFromNow,
   ShadowLedger,
   type ShadowPrediction,
   type ShadowReport,
@@ -582,56 +583,104 @@ export class Router<P, C> {
       this.adapter.replicas.length === 0
         ? undefined
         : this.adapter.replicas[Math.floor(Math.random() * this.adapter.replicas.length)];
+    // The replicas as routing would have seen them at the read's start, before the naive probe
+    // below lands (it would turn a predicted wait into a covered read).
+    const states = this.monitor.states();
+    // Sent before the read itself, so it reaches the replica no later than a naive read would.
+    const naiveProbe =
+      naiveReplica !== undefined && this.naiveNeedsProbe(session, naiveReplica)
+        ? probeFromNow(this.monitor, naiveReplica)
+        : undefined;
     let required: P | undefined;
     let reason: DecisionReason | 'error';
-    let naiveStale: boolean | undefined;
     try {
       await session.settled(this.cluster);
       required = session.position(this.cluster, this.adapter.codec);
     } catch (error) {
       const bad = error instanceof TokenError && this.badToken === 'ignore';
-      return this.prediction(bad ? 'bad-token-ignored' : 'error', started, undefined, naiveReplica);
+      return this.prediction(
+        bad ? 'bad-token-ignored' : 'error',
+        undefined,
+        undefined,
+        naiveReplica,
+      );
     }
     const token: ResolvedToken<P> =
       required === undefined ? NO_TOKEN : { kind: 'position', position: required };
     const naive =
       required !== undefined && naiveReplica !== undefined
-        ? naiveWouldMiss(this.monitor, this.adapter.codec, naiveReplica, required)
+        ? naiveWouldMiss(this.monitor, this.adapter.codec, naiveReplica, required, naiveProbe)
         : Promise.resolve(undefined);
+    const waited = { ms: undefined as number | undefined };
     try {
-      reason = (await decide(this.predictionRungs(session, started, options), token)).route.reason;
+      const rungs = this.predictionRungs(session, started, options, states, waited);
+      reason = (await decide(rungs, token)).route.reason;
     } catch {
       reason = 'error';
     }
-    naiveStale = await naive;
-    return this.prediction(reason, started, naiveStale, naiveReplica);
+    return this.prediction(reason, waited.ms, await naive, naiveReplica);
+  }
+
+  /** A position still pending, or one the replica's sample does not cover. */
+  private naiveNeedsProbe(session: Session, replica: string): boolean {
+    if (session.pendingTargets(this.cluster).length > 0) return true;
+    let held: P | undefined;
+    try {
+      held = session.position(this.cluster, this.adapter.codec);
+    } catch {
+      return false;
+    }
+    if (held === undefined) return false;
+    const applied = this.monitor.state(replica)?.applied;
+    return applied === undefined || this.adapter.codec.compare(applied, held) !== 'covered';
   }
 
   private prediction(
     reason: DecisionReason | 'error',
-    started: number,
+    waitedMs: number | undefined,
     naiveStale: boolean | undefined,
     naiveReplica: string | undefined,
   ): ShadowPrediction {
-    const waited = reason === 'replica-waited' || reason === 'primary-fallback';
     return {
       cluster: this.cluster,
       reason,
       outcome: predictedOutcome(reason),
-      waitedMs: waited ? this.clock.now() - started : 0,
+      waited: waitedMs !== undefined,
+      waitedMs: waitedMs ?? 0,
       naiveStale,
       naiveReplica,
     };
   }
 
-  private predictionRungs(session: Session, started: number, options: ReadOptions): Rungs<P> {
+  /** `waited.ms` receives how long the wait rung ran, when it ran (as the `wait` event reports). */
+  private predictionRungs(
+    session: Session,
+    started: number,
+    options: ReadOptions,
+    states: ReadonlyArray<ReplicaState<P>>,
+    waited: { ms: number | undefined },
+  ): Rungs<P> {
     const routed = this.rungs(session, started, options);
     const primary = (reason: FallbackReason): Route => ({ target: PRIMARY, reason, stale: false });
+    const wait = this.shadowWait;
     return {
       ...routed,
-      wait: this.shadowWait.enabled
-        ? (required, candidates) =>
-            this.shadowWait.until(required, candidates, started, undefined, options.affinityKey)
+      plan: (required, exclude) => this.plan(states, required, exclude, options),
+      wait: wait.enabled
+        ? async (required, candidates) => {
+            const waitStarted = this.clock.now();
+            try {
+              return await wait.until(
+                required,
+                candidates,
+                started,
+                undefined,
+                options.affinityKey,
+              );
+            } finally {
+              waited.ms = (waited.ms ?? 0) + this.clock.now() - waitStarted;
+            }
+          }
         : undefined,
       // The cap depends on the primary's load at the time, which a prediction cannot know.
       fallback: async (reason) => primary(reason),
@@ -724,21 +773,29 @@ export class Router<P, C> {
     session.forget(this.cluster);
   }
 
+  private plan(
+    states: ReadonlyArray<ReplicaState<P>>,
+    required: P | undefined,
+    exclude: string | undefined,
+    options: ReadOptions,
+  ): ReadPlan<P> {
+    return planRead({
+      states,
+      required,
+      codec: this.adapter.codec,
+      now: this.clock.now(),
+      health: this.health,
+      selection: this.selection,
+      affinityKey: options.affinityKey,
+      load: this.load,
+      exclude,
+    });
+  }
+
   /** The ladder's rungs (decide.ts) for one read that started at `started`. */
   private rungs(session: Session, started: number, options: ReadOptions): Rungs<P> {
     return {
-      plan: (required, exclude) =>
-        planRead({
-          states: this.monitor.states(),
-          required,
-          codec: this.adapter.codec,
-          now: this.clock.now(),
-          health: this.health,
-          selection: this.selection,
-          affinityKey: options.affinityKey,
-          load: this.load,
-          exclude,
-        }),
+      plan: (required, exclude) => this.plan(this.monitor.states(), required, exclude, options),
       lostByVerdict: (required) => this.lostByVerdict(required),
       checkAgainstPrimary: (required) => this.checkAgainstPrimary(required),
       wait: this.boundedWait.enabled

@@ -21,7 +21,9 @@ export interface ShadowPrediction {
    */
   readonly reason: DecisionReason | 'error';
   readonly outcome: PredictedOutcome;
-  /** Milliseconds Tidemark would have waited before its read, from the read's start. */
+  /** Whether Tidemark would have waited for a replica (whether or not one caught up in time). */
+  readonly waited: boolean;
+  /** How long that wait would have lasted in ms (the router's `wait` event); 0 without one. */
   readonly waitedMs: number;
   /**
    * Would a naive router (a uniformly random replica, tokens ignored) have served this read
@@ -112,13 +114,10 @@ export class ShadowLedger {
     this.reads++;
     this.byOutcome[prediction.outcome]++;
     this.byReason[prediction.reason] = (this.byReason[prediction.reason] ?? 0) + 1;
-    if (prediction.reason === 'replica-waited' || prediction.reason === 'primary-fallback') {
-      // Both passed through the wait rung; a fallback waited its whole budget first.
-      if (prediction.waitedMs > 0) {
-        this.waits++;
-        if (this.waitSamples.length === WAIT_SAMPLES) this.waitSamples.shift();
-        this.waitSamples.push(prediction.waitedMs);
-      }
+    if (prediction.waited) {
+      this.waits++;
+      if (this.waitSamples.length === WAIT_SAMPLES) this.waitSamples.shift();
+      this.waitSamples.push(prediction.waitedMs);
     }
     if (prediction.naiveStale !== undefined) {
       this.naiveChecked++;
@@ -135,27 +134,34 @@ export function predictedOutcome(reason: DecisionReason | 'error'): PredictedOut
 }
 
 /**
- * Would a read sent now to `replica` lack `required`? Answered from the monitor's sample when it
- * already covers the position; otherwise from a probe sent now (shared with any probe in flight
- * for a waiting read), because a sample taken before the session's write says nothing about
- * whether the replica applied it since: a read sent now would reach the replica about when the
- * probe does. Undefined when the replica cannot be asked.
+ * The position of `replica` from a probe sent no earlier than now: what a read sent now would
+ * find there (a sample taken before the session's write says nothing about whether the replica
+ * applied it since). Undefined when the replica does not answer.
+ */
+export function probeFromNow<P>(
+  monitor: ReplicaMonitor<P>,
+  replica: string,
+): Promise<P | undefined> {
+  return monitor.appliedAfter(replica, monitor.ticket()).catch(() => undefined);
+}
+
+/**
+ * Would a read sent to `replica` when `probe` was sent lack `required`? The monitor's sample
+ * answers when it already covers the position (no probe needed: `probe` may be undefined, and
+ * one is sent only if the sample does not cover); otherwise the probe does. Undefined when the
+ * replica cannot be asked.
  */
 export async function naiveWouldMiss<P>(
   monitor: ReplicaMonitor<P>,
   codec: PositionCodec<P>,
   replica: string,
   required: P,
+  probe: Promise<P | undefined> | undefined,
 ): Promise<boolean | undefined> {
-  const covers = (): boolean | undefined => {
-    const state = monitor.state(replica);
-    if (!state?.reachable || state.applied === undefined) return undefined;
-    return codec.compare(state.applied, required) === 'covered';
-  };
-  if (covers() === true) return false;
-  await monitor.refresh(replica).catch(() => undefined);
-  const after = covers();
-  return after === undefined ? undefined : !after;
+  const sampled = monitor.state(replica)?.applied;
+  if (sampled !== undefined && codec.compare(sampled, required) === 'covered') return false;
+  const applied = await (probe ?? probeFromNow(monitor, replica));
+  return applied === undefined ? undefined : codec.compare(applied, required) !== 'covered';
 }
 
 function percentile(sorted: readonly number[], p: number): number | null {

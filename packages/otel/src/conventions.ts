@@ -1,4 +1,3 @@
-
 /**
  * Attribute names. The `db.*`, `server.*` and `error.type` keys are OpenTelemetry's database
  * semantic conventions; the rest are Tidemark's own, for what those conventions do not cover.

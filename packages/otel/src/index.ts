@@ -1,3 +1,5 @@
+/** Re-exported from `@tidemark/core`, where the grouping lives so every exporter shares it. */
+export { type RouteOutcome, routeOutcome } from '@tidemark/core';
 export {
   ATTR,
   DB_OPERATION_DURATION_BUCKETS,
@@ -7,8 +9,6 @@ export {
   METRIC,
   WAIT_DURATION_BUCKETS,
 } from './conventions.js';
-/** Re-exported from `@tidemark/core`, where the grouping lives so every exporter shares it. */
-export { type RouteOutcome, routeOutcome } from '@tidemark/core';
 export {
   INSTRUMENTATION_SCOPE,
   instrumentRouter,

@@ -1,7 +1,6 @@
 import {
   ConfigError,
   DECISION_REASONS,
-  type DecisionReason,
   type HealthOptions,
   isHealthy,
   type ReplicaHistory,

@@ -2,7 +2,11 @@ import type { Database } from '../databases/types.js';
 import type { StrategyName } from '../options.js';
 import { createLabRouterStrategy, labRouterDescription } from './lab-router.js';
 import { createNaiveStrategy, naiveDescription } from './naive.js';
-import { type TidemarkSettings, tidemarkDescription } from './tidemark-settings.js';
+import {
+  shadowDescription,
+  type TidemarkSettings,
+  tidemarkDescription,
+} from './tidemark-settings.js';
 import { createTimeWindowStrategy, timeWindowDescription } from './time-window.js';
 import type { Strategy, StrategyContext } from './types.js';
 
@@ -25,6 +29,8 @@ export async function createStrategy<C>(
     case 'tidemark':
       // The database loads its adapter on demand: the baselines run without it built.
       return database.createTidemarkStrategy(context, tidemark);
+    case 'shadow':
+      return database.createTidemarkStrategy(context, { ...tidemark, mode: 'shadow' });
   }
 }
 
@@ -44,5 +50,7 @@ export function describeStrategy<C>(
       return labRouterDescription(database.lab.rule);
     case 'tidemark':
       return tidemarkDescription(tidemark, plannedReads, database.texts);
+    case 'shadow':
+      return shadowDescription(tidemark);
   }
 }

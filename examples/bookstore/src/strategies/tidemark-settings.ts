@@ -8,6 +8,11 @@ export interface TidemarkSettings {
   readonly fallbackRatePerSecond: number;
   /** Fallback bucket size; undefined: the run's planned reads (the cap never bites). */
   readonly fallbackBurst: number | undefined;
+  /**
+   * `route` (the tidemark strategy) or `shadow` (the shadow strategy: the same router in
+   * shadow mode, every read on the primary, predictions per read). Default `route`.
+   */
+  readonly mode?: 'route' | 'shadow';
 }
 
 /** Name of the cluster inside tokens. */
@@ -28,4 +33,9 @@ export function tidemarkDescription(
       ? `burst = every read of the run (${plannedReads}), so with replay paused the primary can serve all of them`
       : `burst ${settings.fallbackBurst}`;
   return `core Router + ${texts.tidemarkAdapter}: one token per customer (carried like a cookie), bounded wait ${settings.waitBudgetMs} ms (${texts.tidemarkWait}), primary fallback cap: token bucket, ${burst}, refill ${settings.fallbackRatePerSecond}/s; above the cap: error (counted in errors); monotonic reads`;
+}
+
+/** The header line for shadow. */
+export function shadowDescription(settings: TidemarkSettings): string {
+  return `tidemark's router in shadow mode: every read on the primary (today's app), and per read a prediction of where tidemark would send it (bounded wait ${settings.waitBudgetMs} ms) and whether naive would have missed the reader's own orders; predicted_* fields, next to what naive and tidemark measured`;
 }

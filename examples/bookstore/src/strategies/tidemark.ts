@@ -13,8 +13,10 @@ export async function createTidemarkStrategy<P, C>(
   settings: TidemarkSettings,
 ): Promise<Strategy<C>> {
   const burst = Math.max(1, settings.fallbackBurst ?? context.plannedReads);
+  const mode = settings.mode ?? 'route';
   const router = new Router({
     adapter,
+    mode,
     cluster: CLUSTER,
     wait: { budgetMs: settings.waitBudgetMs },
     fallback: { ratePerSecond: settings.fallbackRatePerSecond, burst },
@@ -46,7 +48,7 @@ export async function createTidemarkStrategy<P, C>(
   });
 
   return {
-    name: 'tidemark',
+    name: mode === 'shadow' ? 'shadow' : 'tidemark',
     async write(customer, fn) {
       const session = sessionOf(customer);
       const value = await router.write(session, fn);
@@ -56,12 +58,13 @@ export async function createTidemarkStrategy<P, C>(
     async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
       const session = sessionOf(customer);
       waitedThisRead = undefined;
-      const { value, decision } = await router.readDetailed(session, fn);
+      const { value, decision, prediction } = await router.readDetailed(session, fn);
       await remember(customer, session);
       return {
         value,
         target: decision.target === 'primary' ? 'primary' : 'replica',
         waitedMs: waitedThisRead,
+        prediction,
       } satisfies StrategyRead<T>;
     },
     close: () => router.close(),

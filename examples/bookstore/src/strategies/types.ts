@@ -1,3 +1,4 @@
+import type { ShadowPrediction } from '@tidemark/core';
 import type { StrategyName } from '../options.js';
 
 /** Where a read was served. */
@@ -8,6 +9,8 @@ export interface StrategyRead<T> {
   readonly target: ReadTarget;
   /** Milliseconds this read spent waiting for the replica to catch up; undefined: no wait. */
   readonly waitedMs: number | undefined;
+  /** Shadow strategy only: where Tidemark would have sent this read (resolves in the background). */
+  readonly prediction?: Promise<ShadowPrediction> | undefined;
 }
 
 /**

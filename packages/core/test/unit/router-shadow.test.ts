@@ -164,7 +164,9 @@ describe('shadow mode predicts what routing does', () => {
       expect(result.value).toBe(PRIMARY);
       expect(result.decision).toMatchObject({ target: PRIMARY, reason: 'shadow' });
       expect(f.adapter.calls.reads.slice(readsBefore).map((r) => r.target)).toEqual([PRIMARY]);
-      const prediction = await f.clock.run(result.prediction as NonNullable<typeof result.prediction>);
+      const prediction = await f.clock.run(
+        result.prediction as NonNullable<typeof result.prediction>,
+      );
       expect(prediction.reason).toBe(c.routed);
       expect(prediction.waitedMs).toBe(routed.waitedMs);
       expect(prediction.naiveStale).toBe(c.naiveStale);
