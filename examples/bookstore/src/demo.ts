@@ -5,7 +5,8 @@ import { formatJson, formatLine, formatShadowComparison, formatSummary } from '.
 import type { RunResult } from './result.js';
 import { createStrategy, describeStrategy } from './strategies/index.js';
 import type { TidemarkSettings } from './strategies/tidemark-settings.js';
-import { runWorkload } from './workload.js';
+import { type ViaStrategyName, viaDescription, withViaRun } from './via/index.js';
+import { runWorkload, type WorkloadSpec } from './workload.js';
 
 /** Where the demo writes. In JSON mode `out` receives JSON lines only. */
 export interface DemoIo {
@@ -61,7 +62,10 @@ async function runDemoOn<C>(
       .map((scenario) => `${scenario} ${readsOf(scenario, options)}`)
       .join(', ');
     for (const name of options.strategies) {
-      say(`  ${name.padEnd(11)} ${describeStrategy(name, database, tidemark, plannedReads)}`);
+      const text = options.via
+        ? await viaDescription(options.via, name as ViaStrategyName)
+        : describeStrategy(name, database, tidemark, plannedReads);
+      say(`  ${name.padEnd(11)} ${text}`);
     }
     say(
       "  missing_in_list = reads whose list lacks one of the reader's own acknowledged orders that belongs in their latest 20",
@@ -105,28 +109,42 @@ async function runOne<C>(
   const paused = scenario === 'paused';
   if (paused) await cluster.pauseReplay();
   try {
+    const context = {
+      primaryUrl: cluster.primaryUrl,
+      replicaUrl: cluster.replicaUrl,
+      plannedReads: readsOf(scenario, options),
+    };
+    const spec: WorkloadSpec = {
+      db: database.name,
+      scenario,
+      orders,
+      customers: options.customers,
+      otherReaders: options.otherReaders,
+      // Same seed for every strategy of a scenario: identical writers and readers.
+      seed: options.seed + (scenario === 'idle' ? 0 : 1),
+      log: io.log,
+    };
     // Built after the pause, so a strategy's monitor starts from the replica's real state.
-    const strategy = await createStrategy(
-      name,
-      database,
-      {
-        primaryUrl: cluster.primaryUrl,
-        replicaUrl: cluster.replicaUrl,
-        plannedReads: readsOf(scenario, options),
-      },
-      options.tidemark,
-    );
+    if (options.via) {
+      const via = options.via;
+      return await withViaRun(
+        via,
+        name as ViaStrategyName,
+        database,
+        context,
+        options.tidemark,
+        async ({ strategy, queries }) => {
+          try {
+            return { ...(await runWorkload(strategy, queries, spec)), via };
+          } finally {
+            await strategy.close();
+          }
+        },
+      );
+    }
+    const strategy = await createStrategy(name, database, context, options.tidemark);
     try {
-      return await runWorkload(strategy, database.orders, {
-        db: database.name,
-        scenario,
-        orders,
-        customers: options.customers,
-        otherReaders: options.otherReaders,
-        // Same seed for every strategy of a scenario: identical writers and readers.
-        seed: options.seed + (scenario === 'idle' ? 0 : 1),
-        log: io.log,
-      });
+      return await runWorkload(strategy, database.orders, spec);
     } finally {
       await strategy.close();
     }

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DB_NAMES, type DbName } from './databases/types.js';
 import { DemoError, DemoErrorCode } from './errors.js';
+import { VIA_NAMES, VIA_STRATEGIES, type ViaName } from './via/types.js';
 
 export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark', 'shadow'] as const;
 export type StrategyName = (typeof STRATEGY_NAMES)[number];
@@ -24,6 +25,11 @@ export interface DemoOptions {
   readonly otherReaders: number;
   readonly scenarios: readonly ScenarioName[];
   readonly strategies: readonly StrategyName[];
+  /**
+   * Run the workload through an ORM or query builder instead of the raw driver: `naive` is then
+   * the tool's own replica helper and `tidemark` Tidemark's front door for it.
+   */
+  readonly via: ViaName | undefined;
   /** Your own cluster instead of the local one; both or neither. */
   readonly external: { readonly primaryUrl: string; readonly replicaUrl: string } | undefined;
   readonly seed: number;
@@ -65,6 +71,10 @@ Options:
                          pg_wal_replay_pause() (superuser), or
                          STOP REPLICA SQL_THREAD / STOP SLAVE SQL_THREAD (REPLICATION_SLAVE_ADMIN
                          / REPLICATION SLAVE ADMIN, or SUPER).
+  --via TOOL             run the queries through ${VIA_NAMES.join(' | ')} instead of the raw
+                         driver (--db pg, mysql or mariadb): naive is then the tool's own replica
+                         helper (kysely-replication), tidemark Tidemark's front door for it
+                         (@tidemark/kysely); only those two strategies run
   --seed N               workload seed (default 1)
   --wait-budget MS       tidemark: bounded wait per read (default 250)
   --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)
@@ -97,6 +107,7 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
   if (primaryUrl !== undefined) checkScheme(db, '--primary-url', primaryUrl);
   if (replicaUrl !== undefined) checkScheme(db, '--replica-url', replicaUrl);
   const customers = integer('--customers', values.customers, 100, 6);
+  const via = viaOption(values.via, db);
   const burst = values['fallback-burst'];
   return {
     db,
@@ -105,7 +116,8 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
     customers,
     otherReaders: 4,
     scenarios: scenarios(values.scenario ?? 'all'),
-    strategies: strategies(values.strategy),
+    strategies: via ? viaStrategies(values.strategy, via) : strategies(values.strategy),
+    via,
     external:
       primaryUrl !== undefined && replicaUrl !== undefined ? { primaryUrl, replicaUrl } : undefined,
     seed: integer('--seed', values.seed, 1, 0),
@@ -131,6 +143,7 @@ function parse(args: string[]) {
       customers: { type: 'string' },
       scenario: { type: 'string' },
       strategy: { type: 'string' },
+      via: { type: 'string' },
       'primary-url': { type: 'string' },
       'replica-url': { type: 'string' },
       seed: { type: 'string' },
@@ -193,6 +206,31 @@ function strategies(text: string | undefined): StrategyName[] {
   }
   // Keep the canonical order so output is comparable between invocations.
   return STRATEGY_NAMES.filter((name) => names.includes(name));
+}
+
+function viaOption(text: string | undefined, db: DbName): ViaName | undefined {
+  if (text === undefined) return undefined;
+  if (!(VIA_NAMES as readonly string[]).includes(text)) {
+    throw usageError(
+      `--via takes ${VIA_NAMES.join(', ')}; got "${text}". Front doors for other tools are not part of this version.`,
+    );
+  }
+  if (db === 'mongo-sim') {
+    throw usageError(`--via ${text} is an SQL tool: use it with --db pg, mysql or mariadb.`);
+  }
+  return text as ViaName;
+}
+
+function viaStrategies(text: string | undefined, via: ViaName): StrategyName[] {
+  if (text === undefined) return [...VIA_STRATEGIES];
+  const chosen = strategies(text);
+  const other = chosen.filter((name) => !(VIA_STRATEGIES as readonly string[]).includes(name));
+  if (other.length > 0) {
+    throw usageError(
+      `--via ${via} runs ${VIA_STRATEGIES.join(' and ')} only (the tool's own replica helper and Tidemark's front door); drop ${other.join(', ')}.`,
+    );
+  }
+  return chosen;
 }
 
 function usageError(detail: string): DemoError {

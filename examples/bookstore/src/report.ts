@@ -3,6 +3,7 @@ import { RESULT_FIELDS, type RunResult, SHADOW_FIELDS } from './result.js';
 /** The run's fields in documented order: the shadow strategy's predictions after the rest. */
 function fields(result: RunResult): Array<[string, unknown]> {
   const entries: Array<[string, unknown]> = RESULT_FIELDS.map((field) => [field, result[field]]);
+  if (result.via) entries.push(['via', result.via]);
   const shadow = result.shadow;
   if (shadow) for (const field of SHADOW_FIELDS) entries.push([field, shadow[field]]);
   return entries;

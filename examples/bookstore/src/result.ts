@@ -1,5 +1,6 @@
 import type { DbName } from './databases/types.js';
 import type { ScenarioName, StrategyName } from './options.js';
+import type { ViaName } from './via/types.js';
 
 /**
  * One (scenario, strategy) run: the demo's output record. Field names are the output format
@@ -35,6 +36,8 @@ export interface RunResult {
    * simulator). Last, so earlier columns keep their place.
    */
   readonly db: DbName;
+  /** `--via` runs only: the ORM or query builder the queries went through (after `db`). */
+  readonly via?: ViaName;
   /** The shadow strategy's predictions for its own reads (after `db`); absent for the others. */
   readonly shadow?: ShadowCounts;
 }

@@ -226,3 +226,91 @@ describe('pnpm demo --db mongo-sim (human output, usage)', () => {
     expect(cli.stderr).toContain('--db mongo-sim');
   });
 });
+
+/**
+ * `--via`: the same workload written in an ORM or query builder. `naive` is the tool's own
+ * replica helper (the control: it must miss with replay paused), `tidemark` Tidemark's front
+ * door for that tool (it must miss nothing).
+ */
+const VIA_RUNS = [
+  { via: 'kysely', db: 'pg', idleOrders: 40, pausedOrders: 20 },
+  { via: 'kysely', db: 'mysql', idleOrders: 30, pausedOrders: 20 },
+] as const;
+
+for (const run of VIA_RUNS) {
+  describe(`pnpm demo --via ${run.via} --db ${run.db} --json`, () => {
+    let lines: Line[] = [];
+
+    beforeAll(async () => {
+      const cli = await runCli([
+        '--via',
+        run.via,
+        '--db',
+        run.db,
+        '--json',
+        '--orders',
+        String(run.idleOrders),
+        '--paused-orders',
+        String(run.pausedOrders),
+      ]);
+      if (cli.code !== 0) {
+        throw new Error(`demo --via ${run.via} exited with ${cli.code}; stderr:\n${cli.stderr}`);
+      }
+      lines = cli.stdout
+        .split('\n')
+        .filter((line) => line !== '')
+        .map((line) => JSON.parse(line) as Line);
+    }, 115_000);
+
+    const find = (scenario: string, strategy: string): Line => {
+      const line = lines.find((l) => l.scenario === scenario && l.strategy === strategy);
+      if (!line) throw new Error(`no output line for ${scenario}/${strategy}`);
+      return line;
+    };
+
+    it('prints naive and tidemark per scenario, each with via last', () => {
+      expect(lines.map((l) => `${l.scenario}/${l.strategy}`)).toEqual([
+        'idle/naive',
+        'idle/tidemark',
+        'paused/naive',
+        'paused/tidemark',
+      ]);
+      for (const line of lines) {
+        expect(Object.keys(line)).toEqual([...RESULT_FIELDS, 'via']);
+        expect(line.via).toBe(run.via);
+        expect(line.db).toBe(run.db);
+        expect(line.errors).toBe(0);
+      }
+    });
+
+    it("the tool's own replica helper misses every checked read with replay paused; Tidemark's front door none", () => {
+      const naive = find('paused', 'naive');
+      expect(naive.missing_in_list as number).toBeGreaterThan(0);
+      expect(naive.missing_in_list).toBe(naive.checked_reads);
+      expect(naive.missing_after_write).toBe(run.pausedOrders);
+      for (const scenario of ['idle', 'paused']) {
+        const tidemark = find(scenario, 'tidemark');
+        expect(tidemark.checked_reads as number, scenario).toBeGreaterThan(0);
+        expect(tidemark.missing_in_list, scenario).toBe(0);
+      }
+      expect(find('paused', 'tidemark').primary_reads).toBe(naive.checked_reads);
+    });
+  });
+}
+
+describe('pnpm demo --via (usage)', () => {
+  it('refuses a tool without a front door, SQL tools on MongoDB, and other strategies', async () => {
+    const cases: Array<[string[], string]> = [
+      [['--via', 'prisma'], '--via takes kysely'],
+      [['--via', 'kysely', '--db', 'mongo-sim'], 'is an SQL tool'],
+      [['--via', 'kysely', '--strategy', 'naive,lab-router'], 'drop lab-router'],
+    ];
+    for (const [args, message] of cases) {
+      const cli = await runCli(args);
+      expect(cli.code, args.join(' ')).toBe(2);
+      expect(cli.stdout).toBe('');
+      expect(cli.stderr).toContain('BOOKSTORE_USAGE');
+      expect(cli.stderr).toContain(message);
+    }
+  });
+});

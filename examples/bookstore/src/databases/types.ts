@@ -1,3 +1,4 @@
+import type { FrontDoorFactory } from '../strategies/tidemark.js';
 import type { TidemarkSettings } from '../strategies/tidemark-settings.js';
 import type { Strategy, StrategyContext } from '../strategies/types.js';
 
@@ -96,9 +97,13 @@ export interface Database<C> {
   startLocalCluster(): Promise<DemoCluster>;
   /** Use the caller's own primary and replica (`--primary-url`, `--replica-url`). */
   connectExternalCluster(primaryUrl: string, replicaUrl: string): Promise<DemoCluster>;
-  /** Tidemark's strategy: core Router over this database's adapter (loaded on demand). */
-  createTidemarkStrategy(
+  /**
+   * Tidemark's strategy: core Router over this database's adapter (loaded on demand); with
+   * `door`, the workload's queries reach the router through an ORM's front door (`--via`).
+   */
+  createTidemarkStrategy<H = C>(
     context: StrategyContext,
     settings: TidemarkSettings,
-  ): Promise<Strategy<C>>;
+    door?: FrontDoorFactory<C, H>,
+  ): Promise<Strategy<H>>;
 }

@@ -3,15 +3,46 @@ import { CLUSTER, type TidemarkSettings } from './tidemark-settings.js';
 import type { Strategy, StrategyContext, StrategyRead } from './types.js';
 
 /**
+ * How the workload's queries reach the router: the raw driver's connection through
+ * `router.write` / `router.readDetailed` (the default), or an ORM's front door over the same
+ * router (`--via`), whose handle `H` the queries then receive.
+ */
+export interface FrontDoor<H> {
+  write<T>(session: Session, fn: (handle: H) => Promise<T>): Promise<T>;
+  /** `target`: where the read ran (`primary` or a replica id). */
+  read<T>(
+    session: Session,
+    fn: (handle: H) => Promise<T>,
+  ): Promise<Pick<StrategyRead<T>, 'value' | 'prediction'> & { target: string }>;
+  close(): Promise<void>;
+}
+
+/** Builds a front door over the strategy's router. */
+export type FrontDoorFactory<C, H> = <P>(router: Router<P, C>) => FrontDoor<H>;
+
+/** The raw driver: the callback gets the routed connection itself. */
+function driverDoor<P, C>(router: Router<P, C>): FrontDoor<C> {
+  return {
+    write: (session, fn) => router.write(session, fn),
+    async read(session, fn) {
+      const { value, decision, prediction } = await router.readDetailed(session, fn);
+      return { value, target: decision.target, prediction };
+    },
+    close: async () => undefined,
+  };
+}
+
+/**
  * Tidemark: each customer's session position travels as an opaque token between requests. A read
  * goes to the replica once it has applied that position, after a bounded wait if needed, else to
  * the primary under the fallback cap. The same code for every database: only the adapter differs.
  */
-export async function createTidemarkStrategy<P, C>(
+export async function createTidemarkStrategy<P, C, H = C>(
   adapter: Adapter<P, C>,
   context: StrategyContext,
   settings: TidemarkSettings,
-): Promise<Strategy<C>> {
+  door?: FrontDoorFactory<C, H>,
+): Promise<Strategy<H>> {
   const burst = Math.max(1, settings.fallbackBurst ?? context.plannedReads);
   const mode = settings.mode ?? 'route';
   const router = new Router({
@@ -28,18 +59,8 @@ export async function createTidemarkStrategy<P, C>(
     await router.close();
     throw error;
   }
-
-  // The demo's "cookie jar": what a web app would send back to each customer's browser.
-  const tokens = new TokenCodec();
-  const cookies = new Map<number, string>();
-  const sessionOf = (customer: number): Session => {
-    const cookie = cookies.get(customer);
-    return Session.fromToken(cookie === undefined ? undefined : tokens.decode(cookie));
-  };
-  const remember = async (customer: number, session: Session): Promise<void> => {
-    await session.settled();
-    if (session.clusters().length > 0) cookies.set(customer, tokens.encode(session.toTokenData()));
-  };
+  const front = (door ? door(router) : driverDoor(router)) as FrontDoor<H>;
+  const cookies = new CookieJar();
 
   // Calls are sequential (see Strategy), so a wait event belongs to the read in progress.
   let waitedThisRead: number | undefined;
@@ -50,23 +71,44 @@ export async function createTidemarkStrategy<P, C>(
   return {
     name: mode === 'shadow' ? 'shadow' : 'tidemark',
     async write(customer, fn) {
-      const session = sessionOf(customer);
-      const value = await router.write(session, fn);
-      await remember(customer, session);
+      const session = cookies.session(customer);
+      const value = await front.write(session, fn);
+      await cookies.remember(customer, session);
       return value;
     },
-    async read<T>(customer: number, fn: (connection: C) => Promise<T>) {
-      const session = sessionOf(customer);
+    async read<T>(customer: number, fn: (handle: H) => Promise<T>) {
+      const session = cookies.session(customer);
       waitedThisRead = undefined;
-      const { value, decision, prediction } = await router.readDetailed(session, fn);
-      await remember(customer, session);
+      const { value, target, prediction } = await front.read(session, fn);
+      await cookies.remember(customer, session);
       return {
         value,
-        target: decision.target === 'primary' ? 'primary' : 'replica',
+        target: target === 'primary' ? 'primary' : 'replica',
         waitedMs: waitedThisRead,
         prediction,
       } satisfies StrategyRead<T>;
     },
-    close: () => router.close(),
+    async close() {
+      await front.close();
+      await router.close();
+    },
   };
+}
+
+/** The demo's cookie jar: what a web app would send back to each customer's browser. */
+class CookieJar {
+  private readonly tokens = new TokenCodec();
+  private readonly cookies = new Map<number, string>();
+
+  session(customer: number): Session {
+    const cookie = this.cookies.get(customer);
+    return Session.fromToken(cookie === undefined ? undefined : this.tokens.decode(cookie));
+  }
+
+  async remember(customer: number, session: Session): Promise<void> {
+    await session.settled();
+    if (session.clusters().length > 0) {
+      this.cookies.set(customer, this.tokens.encode(session.toTokenData()));
+    }
+  }
 }

@@ -46,7 +46,7 @@ export function createMongoSimDatabase(): Database<MongoDemoConnection> {
         '--db mongo-sim runs the in-process MongoDB replica-set simulator and takes no --primary-url / --replica-url.',
       );
     },
-    async createTidemarkStrategy(context, settings) {
+    async createTidemarkStrategy(context, settings, door) {
       // Loaded on demand: the baselines run without @tidemark/mongodb built.
       const [{ createMongoAdapter }, { createTidemarkStrategy }] = await Promise.all([
         import('@tidemark/mongodb'),
@@ -58,7 +58,7 @@ export function createMongoSimDatabase(): Database<MongoDemoConnection> {
         replicas: { [REPLICA_ID]: memberHost(context.replicaUrl) },
         clientOptions: CLIENT_OPTIONS,
       });
-      return createTidemarkStrategy(adapter, context, settings);
+      return createTidemarkStrategy(adapter, context, settings, door);
     },
   };
 }

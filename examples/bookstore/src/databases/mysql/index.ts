@@ -22,7 +22,7 @@ function mysqlFamilyDatabase(flavour: MysqlFamilyFlavour): Database<PoolConnecti
     startLocalCluster: () => startLocalMysqlCluster(flavour),
     connectExternalCluster: (primaryUrl, replicaUrl) =>
       connectExternalMysqlCluster(flavour, primaryUrl, replicaUrl),
-    async createTidemarkStrategy(context, settings) {
+    async createTidemarkStrategy(context, settings, door) {
       // Loaded on demand: the baselines run without @tidemark/mysql built.
       const [{ createMysqlAdapter }, { createTidemarkStrategy }] = await Promise.all([
         import('@tidemark/mysql'),
@@ -39,11 +39,13 @@ function mysqlFamilyDatabase(flavour: MysqlFamilyFlavour): Database<PoolConnecti
             createMysqlAdapter({ ...nodes, flavour: 'mysql' }),
             context,
             settings,
+            door,
           )
         : createTidemarkStrategy(
             createMysqlAdapter({ ...nodes, flavour: 'mariadb' }),
             context,
             settings,
+            door,
           );
     },
   };

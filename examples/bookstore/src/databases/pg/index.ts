@@ -20,7 +20,7 @@ export const pgDatabase: Database<pg.PoolClient> = {
   openPool: smallPgPool,
   startLocalCluster: startEmbeddedCluster,
   connectExternalCluster,
-  async createTidemarkStrategy(context, settings) {
+  async createTidemarkStrategy(context, settings, door) {
     // Loaded on demand: the baselines run without @tidemark/pg built.
     const [{ createPgAdapter }, { createTidemarkStrategy }] = await Promise.all([
       import('@tidemark/pg'),
@@ -31,6 +31,6 @@ export const pgDatabase: Database<pg.PoolClient> = {
       replicas: { [REPLICA_ID]: context.replicaUrl },
       poolSize: 2,
     });
-    return createTidemarkStrategy(adapter, context, settings);
+    return createTidemarkStrategy(adapter, context, settings, door);
   },
 };
