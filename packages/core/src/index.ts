@@ -74,6 +74,7 @@ export {
   selectionPolicy,
 } from './selection.js';
 export { type FromTokenOptions, type PendingPosition, Session } from './session.js';
+export { type HandleRouter, SessionHandle } from './session-handle.js';
 export type { PredictedOutcome, ShadowPrediction, ShadowReport } from './shadow.js';
 export {
   assertClusterName,

@@ -36,7 +36,8 @@ import {
   type SelectionPolicy,
   selectionPolicy,
 } from './selection.js';
-import type { Session } from './session.js';
+import { Session } from './session.js';
+import { SessionHandle } from './session-handle.js';
 import {
   naiveWouldMiss,
   predictedOutcome,
@@ -45,7 +46,7 @@ import {
   type ShadowPrediction,
   type ShadowReport,
 } from './shadow.js';
-import { assertClusterName } from './token.js';
+import { assertClusterName, TokenCodec } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
 import { BoundedWait } from './wait.js';
 
@@ -143,6 +144,13 @@ export interface RouterOptions<P, C> {
    * `route`, so tokens must travel as they will. See {@link Router.shadowReport}.
    */
   mode?: 'route' | 'shadow';
+  /**
+   * How {@link Router.withSession} and its handles' `token()` decode and encode token text.
+   * Default: an unsigned `TokenCodec`. Pass `new TokenCodec({ keys })` to sign tokens (a client
+   * that edits an unsigned token can only make its own reads stricter or fail, but signing lets
+   * you reject such tokens outright).
+   */
+  tokens?: TokenCodec;
   clock?: Clock;
 }
 
@@ -253,6 +261,7 @@ export class Router<P, C> {
   private readonly shadow: ShadowLedger | undefined;
   /** The wait rung of predictions: real shared probes, but no counters or `wait` events. */
   private readonly shadowWait: BoundedWait<P>;
+  private readonly tokens: TokenCodec;
   private closed = false;
 
   constructor(options: RouterOptions<P, C>) {
@@ -264,6 +273,7 @@ export class Router<P, C> {
       throw new ConfigError(`A replica may not be named "${PRIMARY}"; rename it.`);
     }
     this.clock = options.clock ?? systemClock;
+    this.tokens = options.tokens ?? new TokenCodec();
     const intervalMs = options.monitorOptions?.intervalMs ?? 200;
     this.health = {
       // Five missed polls before a silent replica stops counting as healthy.
@@ -428,6 +438,41 @@ export class Router<P, C> {
       });
     }
     return { value, lostWrite };
+  }
+
+  /**
+   * A handle for one user's session: `read`, `write`, `transaction` and `token()` without passing
+   * the session around. `from` is the token text the client sent back (cookie, header; nothing
+   * or an empty string: a new session), a {@link Session}, or another handle (of this or another
+   * router) whose session it then shares, so one token carries several databases' positions.
+   * Token text that does not decode follows the `badToken` policy: `reject` throws the
+   * `TokenError`, `ignore` counts it and starts a new session.
+   */
+  withSession(from?: string | Session | SessionHandle<unknown> | null): SessionHandle<C> {
+    this.assertOpen();
+    let session: Session;
+    if (from instanceof Session) session = from;
+    else if (from instanceof SessionHandle) session = from.session;
+    else session = this.sessionFromText(from);
+    return new SessionHandle<C>(this, session, this.tokens);
+  }
+
+  private sessionFromText(text: string | null | undefined): Session {
+    if (text === undefined || text === null || text === '') return new Session();
+    if (typeof text !== 'string') {
+      throw new ConfigError(
+        `withSession takes token text, a Session or a SessionHandle; got ${typeof text}.`,
+      );
+    }
+    try {
+      return Session.fromToken(this.tokens.decode(text));
+    } catch (error) {
+      const tokenError = toTokenError(error);
+      this.counters.badTokens++;
+      this.events.emit('bad-token', { cluster: this.cluster, error: tokenError });
+      if (this.badToken === 'reject') throw tokenError;
+      return new Session();
+    }
   }
 
   /** Run a read where the session's writes are visible; returns the callback's value. */
