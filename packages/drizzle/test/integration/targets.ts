@@ -2,9 +2,8 @@
  * What the integration tests share: which cluster targets run, and one `orders` table per SQL
  * flavour with plain Drizzle databases over pools of a cluster's nodes.
  */
-import { Router } from '@tidemark/core';
-import { createMysqlAdapter } from '@tidemark/mysql';
-import { createPgAdapter } from '@tidemark/pg';
+import { loadTarget } from '@tidemark/conformance';
+import { type Adapter, Router } from '@tidemark/core';
 import type { Cluster } from '@tidemark/test-clusters';
 import {
   int,
@@ -46,27 +45,20 @@ export const mysqlOrders = mysqlTable('orders', {
 export const CREATE_ORDERS =
   'create table orders (id serial primary key, customer int not null, note varchar(100) not null)';
 
-/** A Tidemark router over the cluster (round robin, so reads without a token use both replicas). */
-export async function routerFor(
+/**
+ * A cluster of the target and a Tidemark router over it, with the conformance suite's adapter
+ * for the target (replica ids are the node names). Round robin, so reads without a token use
+ * both replicas.
+ */
+export async function clusterAndRouter(
   target: string,
-  cluster: Cluster,
-): Promise<Router<unknown, unknown>> {
-  const replicas = Object.fromEntries(cluster.replicas().map((n) => [n.name, n.url]));
-  const adapter = isPg(target)
-    ? createPgAdapter({ primary: cluster.primary().url, replicas, poolSize: 4 })
-    : createMysqlAdapter({
-        flavour: target === 'mariadb1011' ? 'mariadb' : 'mysql',
-        primary: cluster.primary().url,
-        replicas,
-        poolSize: 4,
-      });
-  const router = new Router({
-    adapter: adapter as never,
-    cluster: 'main',
-    selection: 'round-robin',
-  });
+): Promise<{ cluster: Cluster; router: Router<unknown, unknown> }> {
+  const conformance = await loadTarget(target);
+  const cluster = await conformance.startCluster();
+  const adapter = conformance.createAdapter(cluster) as Adapter<unknown, unknown>;
+  const router = new Router({ adapter, cluster: 'main', selection: 'round-robin' });
   await router.ready();
-  return router;
+  return { cluster, router };
 }
 
 /** A plain Drizzle database (its own pool) over one node, with the relational schema. */

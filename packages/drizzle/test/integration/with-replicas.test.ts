@@ -5,21 +5,19 @@
  * the control, which must show the anomaly.
  */
 import { type RouteDecision, type Router, runWithSession, Session } from '@tidemark/core';
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
-import { withReplicas as drizzleMysqlReplicas } from 'drizzle-orm/mysql-core';
-import { withReplicas as drizzlePgReplicas } from 'drizzle-orm/pg-core';
+import type { Cluster } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DrizzleErrorCode } from '../../src/index.js';
 import { withReplicas as tidemarkMysqlReplicas } from '../../src/mysql2.js';
 import { withReplicas as tidemarkPgReplicas } from '../../src/node-postgres.js';
-import { mysqlReplicatedOps, pgReplicatedOps, type ReplicatedOps } from './ops.js';
+import { mysqlSides, pgSides, type ReplicatedOps } from './ops.js';
 import {
   CREATE_ORDERS,
+  clusterAndRouter,
   isPg,
   mysqlDatabase,
   pgDatabase,
   requestedTargets,
-  routerFor,
   waitForRow,
   waitForTable,
 } from './targets.js';
@@ -35,6 +33,7 @@ async function expectReadOnlyRefusal(pending: Promise<unknown>): Promise<void> {
   // Drizzle 0.44+ wraps driver errors in a DrizzleQueryError whose cause is the server's error.
   expect(`${error.message} ${error.cause?.message ?? ''}`).toMatch(/read.only/i);
 }
+
 if (targets.length === 0) {
   console.warn(
     `\n*** @tidemark/drizzle integration tests SKIPPED: TIDEMARK_TARGETS=${JSON.stringify(process.env['TIDEMARK_TARGETS'])} names no PostgreSQL or MySQL target. ***\n`,
@@ -54,30 +53,14 @@ describe.skipIf(targets.length === 0).each(targets)(
     let customer = 0;
 
     beforeAll(async () => {
-      cluster = await startCluster(target, { replicas: 2 });
-      router = await routerFor(target, cluster);
+      ({ cluster, router } = await clusterAndRouter(target));
       router.events.on('decision', (d) => decisions.push(d));
-      const [r1, r2] = cluster.replicas();
-      if (!r1 || !r2) throw new Error('the cluster needs two replicas');
-      if (isPg(target)) {
-        const primaryDb = pgDatabase(cluster.primary().url);
-        const read1 = pgDatabase(r1.url);
-        const read2 = pgDatabase(r2.url);
-        db = pgReplicatedOps(tidemarkPgReplicas(primaryDb, [read1, read2], { router }));
-        control = pgReplicatedOps(drizzlePgReplicas(primaryDb, [read1, read2]));
-        closePools = async () => {
-          for (const d of [primaryDb, read1, read2]) await d.$client.end();
-        };
-      } else {
-        const primaryDb = mysqlDatabase(cluster.primary().url);
-        const read1 = mysqlDatabase(r1.url);
-        const read2 = mysqlDatabase(r2.url);
-        db = mysqlReplicatedOps(tidemarkMysqlReplicas(primaryDb, [read1, read2], { router }));
-        control = mysqlReplicatedOps(drizzleMysqlReplicas(primaryDb, [read1, read2]));
-        closePools = async () => {
-          for (const d of [primaryDb, read1, read2]) await d.$client.promise().end();
-        };
-      }
+      const urls = [cluster.primary(), ...cluster.replicas()].map((n) => n.url);
+      ({
+        db,
+        control,
+        close: closePools,
+      } = isPg(target) ? pgSides(urls, router) : mysqlSides(urls, router));
       await cluster.exec(cluster.primary().name, CREATE_ORDERS);
       await waitForTable(cluster, 'orders');
     }, 240_000);
