@@ -2,6 +2,7 @@ import { ConfigError, maybeCurrentSession, Session } from '@tidemark/core';
 import { entityKind } from 'drizzle-orm';
 import { DrizzleErrorCode, TidemarkDrizzleError } from './errors.js';
 import {
+  type Route,
   RoutedMysqlClient,
   RoutedPgClient,
   readRoute,
@@ -64,7 +65,8 @@ export interface Flavour {
   readonly driverImport: string;
   /** Drizzle's own `withReplicas` of this flavour: it gives the result its shape. */
   readonly drizzleWithReplicas: (primary: never, replicas: never) => unknown;
-  readonly client: (route: ReturnType<typeof readRoute>) => unknown;
+  /** The driver client (in place of its pool) that sends each statement down `route`. */
+  readonly client: (route: Route) => unknown;
 }
 
 export const PG: Omit<Flavour, 'drizzleWithReplicas'> = {
