@@ -73,8 +73,9 @@ Options:
                          / REPLICATION SLAVE ADMIN, or SUPER).
   --via TOOL             run the queries through ${VIA_NAMES.join(' | ')} instead of the raw
                          driver (--db pg, mysql or mariadb): naive is then the tool's own replica
-                         helper (kysely-replication), tidemark Tidemark's front door for it
-                         (@tidemark/kysely); only those two strategies run
+                         helper (kysely-replication, Drizzle's withReplicas), tidemark Tidemark's
+                         front door for it (@tidemark/kysely, @tidemark/drizzle); only those two
+                         strategies run
   --seed N               workload seed (default 1)
   --wait-budget MS       tidemark: bounded wait per read (default 250)
   --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)

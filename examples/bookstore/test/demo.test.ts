@@ -235,6 +235,8 @@ describe('pnpm demo --db mongo-sim (human output, usage)', () => {
 const VIA_RUNS = [
   { via: 'kysely', db: 'pg', idleOrders: 40, pausedOrders: 20 },
   { via: 'kysely', db: 'mysql', idleOrders: 30, pausedOrders: 20 },
+  { via: 'drizzle', db: 'pg', idleOrders: 40, pausedOrders: 20 },
+  { via: 'drizzle', db: 'mysql', idleOrders: 30, pausedOrders: 20 },
 ] as const;
 
 for (const run of VIA_RUNS) {
@@ -301,7 +303,7 @@ for (const run of VIA_RUNS) {
 describe('pnpm demo --via (usage)', () => {
   it('refuses a tool without a front door, SQL tools on MongoDB, and other strategies', async () => {
     const cases: Array<[string[], string]> = [
-      [['--via', 'prisma'], '--via takes kysely'],
+      [['--via', 'prisma'], '--via takes kysely, drizzle'],
       [['--via', 'kysely', '--db', 'mongo-sim'], 'is an SQL tool'],
       [['--via', 'kysely', '--strategy', 'naive,lab-router'], 'drop lab-router'],
     ];

@@ -27,6 +27,13 @@ export async function withViaRun<C, R>(
       const { createKyselyRun } = await import('./kysely.js');
       return use(await createKyselyRun(name, { database, context, settings }));
     }
+    case 'drizzle': {
+      const drizzle = await import('./drizzle.js');
+      const input = { database, context, settings };
+      return database.name === 'pg'
+        ? use(await drizzle.createDrizzlePgRun(name, input))
+        : use(await drizzle.createDrizzleMysqlRun(name, input));
+    }
   }
 }
 
@@ -36,6 +43,8 @@ export async function viaDescription(via: ViaName, name: ViaStrategyName): Promi
     switch (via) {
       case 'kysely':
         return (await import('./kysely.js')).kyselyTexts;
+      case 'drizzle':
+        return (await import('./drizzle.js')).drizzleTexts;
     }
   })();
   return texts[name];
