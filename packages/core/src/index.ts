@@ -86,3 +86,10 @@ export {
 } from './token.js';
 export { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
 export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from './transient.js';
+export {
+  AutoBudget,
+  type AutoBudgetOptions,
+  constantBudget,
+  type WaitBudget,
+  type WaitObservation,
+} from './wait-budget.js';

@@ -49,6 +49,7 @@ import {
 import { assertClusterName, TokenCodec } from './token.js';
 import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
 import { BoundedWait } from './wait.js';
+import { AutoBudget, constantBudget, type WaitBudget } from './wait-budget.js';
 
 export interface RouterOptions<P, C> {
   adapter: Adapter<P, C>;
@@ -67,8 +68,15 @@ export interface RouterOptions<P, C> {
    */
   selection?: SelectionName | SelectionPolicy;
   wait?: {
-    /** Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables. */
-    budgetMs?: number;
+    /**
+     * Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables.
+     * `'auto'`: learned per replica from the waits this router sees (the 99th percentile of
+     * catch-up times with headroom while waits pay, no wait while they mostly run out), never
+     * above `maxBudgetMs`; see {@link AutoBudget}.
+     */
+    budgetMs?: number | 'auto';
+    /** Ceiling of an `'auto'` budget. Default 250 ms. */
+    maxBudgetMs?: number;
     /**
      * Pause between probes while a read waits and the adapter has no server-side wait
      * (PostgreSQL before 19). Default 1 ms: the probes of one replica are shared by every read
@@ -338,7 +346,7 @@ export class Router<P, C> {
       clock: this.clock,
       selection: this.selection,
       load: this.load,
-      budgetMs: nonNegative('wait.budgetMs', options.wait?.budgetMs ?? 250),
+      budget: waitBudget(options.wait),
       pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
       onWait: (report) => {
         this.counters.recordWait(report.waitedMs, report.reached);
@@ -1212,6 +1220,24 @@ function toTokenError(error: unknown): TokenError {
       cause: error,
     },
   );
+}
+
+function waitBudget(wait: RouterOptions<unknown, unknown>['wait']): WaitBudget {
+  const budget = wait?.budgetMs ?? 250;
+  if (budget === 'auto') {
+    return new AutoBudget({
+      ceilingMs: positive('wait.maxBudgetMs', wait?.maxBudgetMs ?? 250),
+    });
+  }
+  if (wait?.maxBudgetMs !== undefined) {
+    throw new ConfigError(
+      "wait.maxBudgetMs is the ceiling of budgetMs: 'auto'; with a fixed budgetMs, drop it.",
+    );
+  }
+  if (typeof budget !== 'number') {
+    throw new ConfigError(`wait.budgetMs must be a number >= 0 or 'auto', got ${String(budget)}.`);
+  }
+  return constantBudget(nonNegative('wait.budgetMs', budget));
 }
 
 function nonNegative(name: string, value: number): number {

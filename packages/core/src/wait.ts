@@ -2,6 +2,7 @@ import type { Adapter } from './adapter.js';
 import type { Clock } from './clock.js';
 import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import type { ReplicaLoad, SelectionPolicy } from './selection.js';
+import type { WaitBudget } from './wait-budget.js';
 
 /** What one bounded wait did, for counters and the router's `wait` event. */
 export interface WaitReport {
@@ -24,8 +25,8 @@ export interface BoundedWaitOptions<P> {
   readonly clock: Clock;
   readonly selection: SelectionPolicy;
   readonly load: ReplicaLoad;
-  /** Total time one read may wait. */
-  readonly budgetMs: number;
+  /** Total time one read may wait: a constant, or learned (`AutoBudget`). */
+  readonly budget: WaitBudget;
   /** Pause between probe rounds when polling. */
   readonly pollIntervalMs: number;
   readonly onWait: (report: WaitReport) => void;
@@ -45,7 +46,7 @@ export class BoundedWait<P> {
   }
 
   get enabled(): boolean {
-    return this.options.budgetMs > 0;
+    return this.options.budget.enabled;
   }
 
   /**
@@ -60,7 +61,11 @@ export class BoundedWait<P> {
     affinityKey: string | undefined,
   ): Promise<string | undefined> {
     const { clock, adapter } = this.options;
-    const deadline = started + this.options.budgetMs;
+    const ids = candidates.map((c) => c.id);
+    const budgetMs = this.options.budget.next(ids);
+    // A learned budget of 0: waiting has not paid for these replicas lately (see AutoBudget).
+    if (budgetMs <= 0) return undefined;
+    const deadline = started + budgetMs;
     const waitStarted = clock.now();
     let serverSide = false;
     let reached: string | undefined;
@@ -74,9 +79,11 @@ export class BoundedWait<P> {
       if (result === 'reached') reached = best.id;
     }
     reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
+    const waitedMs = clock.now() - waitStarted;
+    if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs });
     this.options.onWait({
       replica: reached ?? candidates[0]!.id,
-      waitedMs: clock.now() - waitStarted,
+      waitedMs,
       reached: reached !== undefined,
       serverSide,
     });

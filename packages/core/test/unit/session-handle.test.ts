@@ -5,14 +5,14 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { PRIMARY, Session, SessionHandle, TokenCodec, TokenError } from '../../src/index.js';
-import { cp } from '../support/scripted-adapter.js';
+import { cp, type ScriptedAdapter } from '../support/scripted-adapter.js';
 import { closeFixtures, routerFixture } from './helpers/router-fixture.js';
 
 afterEach(closeFixtures);
 
 /** Replicas behind the primary and paused: a session with the newest write needs the primary. */
 const behind = {
-  configure: (a: Parameters<NonNullable<Parameters<typeof routerFixture>[0]>['configure']>[0]) => {
+  configure: (a: ScriptedAdapter) => {
     a.primary.position = cp('1.10');
     a.setAll({ applied: cp('1.10'), paused: true });
   },

@@ -1,0 +1,114 @@
+/**
+ * `wait: { budgetMs: 'auto' }`: the budget follows the catch-up times waits observe. Unit tests
+ * of the learner, then the router on the scripted cluster: replicas that catch up in 5 ms get a
+ * budget near 8.5 ms, replicas 400 ms behind get no wait at all (with a 250 ms ceiling), and the
+ * constant 250 ms budget is the control that waits the full budget on every such read.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { AutoBudget, ConfigError, constantBudget } from '../../src/index.js';
+import { cp } from '../support/scripted-adapter.js';
+import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
+
+afterEach(closeFixtures);
+
+const reached = (budget: AutoBudget, id: string, ms: number, budgetMs = 250) =>
+  budget.record([id], { reached: id, waitedMs: ms, budgetMs });
+const missed = (budget: AutoBudget, ids: string[], budgetMs: number) =>
+  budget.record(ids, { reached: undefined, waitedMs: budgetMs, budgetMs });
+
+describe('AutoBudget', () => {
+  it('uses the ceiling while it has fewer than 10 waits of a replica', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    expect(budget.next(['r1'])).toBe(250);
+    for (let i = 0; i < 9; i++) reached(budget, 'r1', 5);
+    expect(budget.next(['r1'])).toBe(250);
+    reached(budget, 'r1', 5);
+    expect(budget.next(['r1'])).toBe(8.5);
+  });
+
+  it('sets p99 x 1.5 + 1 ms of the catch-up times, capped by the ceiling', () => {
+    const budget = new AutoBudget({ ceilingMs: 100 });
+    for (let i = 1; i <= 100; i++) reached(budget, 'r1', i / 10); // 0.1 .. 10 ms
+    expect(budget.next(['r1'])).toBeCloseTo(9.9 * 1.5 + 1, 5);
+    for (let i = 1; i <= 100; i++) reached(budget, 'r2', i); // 1 .. 100 ms
+    expect(budget.next(['r2'])).toBe(100);
+    // A read that any of several replicas may serve gets the largest of their budgets.
+    expect(budget.next(['r1', 'r2'])).toBe(100);
+  });
+
+  it('does not wait for a replica whose waits mostly run out; explores one read in 100', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    for (let i = 0; i < 20; i++) missed(budget, ['r1'], 250);
+    const budgets = Array.from({ length: 200 }, () => budget.next(['r1']));
+    expect(budgets.filter((b) => b === 0)).toHaveLength(198);
+    expect(budgets.filter((b) => b === 250)).toHaveLength(2);
+  });
+
+  it('learns a recovered replica again after one exploring wait reaches it', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    for (let i = 0; i < 100; i++) missed(budget, ['r1'], 250);
+    expect(budget.forReplica('r1')).toBe(0);
+    reached(budget, 'r1', 3);
+    expect(budget.forReplica('r1')).toBe(250);
+    for (let i = 0; i < 9; i++) reached(budget, 'r1', 3);
+    expect(budget.forReplica('r1')).toBe(5.5);
+  });
+
+  it('a constant budget is what it says', () => {
+    expect(constantBudget(40).next(['r1'])).toBe(40);
+    expect(constantBudget(0).enabled).toBe(false);
+  });
+});
+
+describe("router with wait: { budgetMs: 'auto' } on the scripted cluster", () => {
+  /** 40 reads of a session one write ahead of every replica, which applies it after `lagMs`. */
+  async function run(budgetMs: number | 'auto', lagMs: number) {
+    const f = await routerFixture({
+      adapter: { serverSideWait: false },
+      router: { wait: { budgetMs, pollIntervalMs: 1 } },
+      configure: (a) => {
+        a.primary.position = cp('1.10');
+        a.setAll({ applied: cp('1.10') });
+      },
+    });
+    const results = [];
+    for (let i = 0; i < 40; i++) {
+      const seq = 11 + i;
+      f.adapter.primary.position = cp(`1.${seq}`);
+      f.clock.at(lagMs, () => f.adapter.setAll({ applied: cp(`1.${seq}`) }));
+      const started = f.clock.now();
+      const { decision } = await f.read(sessionAt(`1.${seq}`));
+      results.push({ reason: decision.reason, ms: f.clock.now() - started });
+      // Let the replicas apply before the next write, as they would between requests.
+      await f.clock.run(f.clock.sleep(Math.max(lagMs, 1)));
+    }
+    return results.slice(20); // after learning
+  }
+
+  it('replicas 5 ms behind: every read waits about 5 ms and lands on a replica', async () => {
+    const auto = await run('auto', 5);
+    expect(auto.every((r) => r.reason === 'replica-waited')).toBe(true);
+    expect(Math.max(...auto.map((r) => r.ms))).toBeLessThanOrEqual(6);
+  });
+
+  it('replicas 400 ms behind: auto falls back at once; the constant 250 ms waits its whole budget first', async () => {
+    const auto = await run('auto', 400);
+    const constant = await run(250, 400);
+    // On the primary either way (the quiet test monitor's samples also age past the health
+    // limit during the run, which turns some into primary-no-replica).
+    expect(auto.every((r) => r.reason.startsWith('primary-'))).toBe(true);
+    expect(constant.every((r) => r.reason.startsWith('primary-'))).toBe(true);
+    // The control: the constant budget spends 250 ms on each read that ends on the primary.
+    expect(Math.min(...constant.map((r) => r.ms))).toBeGreaterThanOrEqual(250);
+    expect(Math.max(...auto.map((r) => r.ms))).toBeLessThan(5);
+  });
+
+  it('rejects maxBudgetMs with a fixed budget, and a budget that is neither', async () => {
+    await expect(
+      routerFixture({ router: { wait: { budgetMs: 100, maxBudgetMs: 50 } } }),
+    ).rejects.toThrow(ConfigError);
+    await expect(
+      routerFixture({ router: { wait: { budgetMs: 'fast' as 'auto' } } }),
+    ).rejects.toThrow(/budgetMs must be a number >= 0 or 'auto'/);
+  });
+});
