@@ -34,8 +34,8 @@ export interface DemoOptions {
   readonly external: { readonly primaryUrl: string; readonly replicaUrl: string } | undefined;
   readonly seed: number;
   readonly tidemark: {
-    /** Bounded wait per read, ms. */
-    readonly waitBudgetMs: number;
+    /** Bounded wait per read, ms, or `auto` (learned, 250 ms ceiling). */
+    readonly waitBudgetMs: number | 'auto';
     /** Primary fallbacks refilled per second. */
     readonly fallbackRatePerSecond: number;
     /** Bucket size; undefined: every read of the run (the cap never bites in the demo). */
@@ -77,7 +77,8 @@ Options:
                          front door for it (@tidemark/kysely, @tidemark/drizzle); only those two
                          strategies run
   --seed N               workload seed (default 1)
-  --wait-budget MS       tidemark: bounded wait per read (default 250)
+  --wait-budget MS       tidemark: bounded wait per read (default 250), or auto: learned from
+                         the catch-up times the router observes, at most 250 ms
   --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)
   --fallback-burst N     tidemark: fallback bucket size (default: every read of the run)
   --json                 one JSON object per run on stdout, nothing else (logs go to stderr)
@@ -123,7 +124,10 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
       primaryUrl !== undefined && replicaUrl !== undefined ? { primaryUrl, replicaUrl } : undefined,
     seed: integer('--seed', values.seed, 1, 0),
     tidemark: {
-      waitBudgetMs: integer('--wait-budget', values['wait-budget'], 250, 0),
+      waitBudgetMs:
+        values['wait-budget'] === 'auto'
+          ? 'auto'
+          : integer('--wait-budget', values['wait-budget'], 250, 0),
       fallbackRatePerSecond: integer('--fallback-rate', values['fallback-rate'], 100, 0),
       fallbackBurst: burst === undefined ? undefined : integer('--fallback-burst', burst, 1, 1),
     },

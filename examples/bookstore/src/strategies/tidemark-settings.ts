@@ -2,8 +2,8 @@ import type { DatabaseTexts } from '../databases/types.js';
 
 /** How the demo configures Tidemark; printed in the header so results can be reproduced. */
 export interface TidemarkSettings {
-  /** Bounded wait per read, ms. */
-  readonly waitBudgetMs: number;
+  /** Bounded wait per read, ms, or `auto` (learned from observed catch-up times, 250 ms ceiling). */
+  readonly waitBudgetMs: number | 'auto';
   /** Primary fallbacks refilled per second. */
   readonly fallbackRatePerSecond: number;
   /** Fallback bucket size; undefined: the run's planned reads (the cap never bites). */
