@@ -58,35 +58,43 @@ function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr:
   });
 }
 
+/** A `--json` run that must succeed: its stdout, and that stdout parsed as one object per line. */
+async function runJson(args: string[]): Promise<{ stdout: string; lines: Line[] }> {
+  const cli = await runCli([...args, '--json']);
+  if (cli.code !== 0) {
+    throw new Error(`demo ${args.join(' ')} exited with ${cli.code}; stderr:\n${cli.stderr}`);
+  }
+  const lines = cli.stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Line);
+  return { stdout: cli.stdout, lines };
+}
+
+/** The output line of (scenario, strategy); throws when the run printed none. */
+function lineOf(lines: readonly Line[], scenario: string, strategy: string): Line {
+  const line = lines.find((l) => l.scenario === scenario && l.strategy === strategy);
+  if (!line) throw new Error(`no output line for ${scenario}/${strategy}`);
+  return line;
+}
+
 for (const run of RUNS) {
   describe(`pnpm demo --db ${run.db} --json (small run on ${run.cluster})`, () => {
     let lines: Line[] = [];
-    let cli: Awaited<ReturnType<typeof runCli>>;
+    let cli: { stdout: string; lines: Line[] };
 
     beforeAll(async () => {
-      cli = await runCli([
-        '--db',
-        run.db,
-        '--json',
+      const sizes = [
         '--orders',
         String(run.idleOrders),
         '--paused-orders',
         String(run.pausedOrders),
-      ]);
-      if (cli.code !== 0) {
-        throw new Error(`demo --db ${run.db} exited with ${cli.code}; stderr:\n${cli.stderr}`);
-      }
-      lines = cli.stdout
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Line);
+      ];
+      cli = await runJson(['--db', run.db, ...sizes]);
+      lines = cli.lines;
     }, 115_000);
 
-    const find = (scenario: string, strategy: string): Line => {
-      const line = lines.find((l) => l.scenario === scenario && l.strategy === strategy);
-      if (!line) throw new Error(`no output line for ${scenario}/${strategy}`);
-      return line;
-    };
+    const find = (scenario: string, strategy: string): Line => lineOf(lines, scenario, strategy);
 
     it('prints one JSON object per (scenario, strategy) with every documented field', () => {
       expect(cli.stdout.endsWith('\n')).toBe(true);
@@ -244,31 +252,16 @@ for (const run of VIA_RUNS) {
     let lines: Line[] = [];
 
     beforeAll(async () => {
-      const cli = await runCli([
-        '--via',
-        run.via,
-        '--db',
-        run.db,
-        '--json',
+      const sizes = [
         '--orders',
         String(run.idleOrders),
         '--paused-orders',
         String(run.pausedOrders),
-      ]);
-      if (cli.code !== 0) {
-        throw new Error(`demo --via ${run.via} exited with ${cli.code}; stderr:\n${cli.stderr}`);
-      }
-      lines = cli.stdout
-        .split('\n')
-        .filter((line) => line !== '')
-        .map((line) => JSON.parse(line) as Line);
+      ];
+      lines = (await runJson(['--via', run.via, '--db', run.db, ...sizes])).lines;
     }, 115_000);
 
-    const find = (scenario: string, strategy: string): Line => {
-      const line = lines.find((l) => l.scenario === scenario && l.strategy === strategy);
-      if (!line) throw new Error(`no output line for ${scenario}/${strategy}`);
-      return line;
-    };
+    const find = (scenario: string, strategy: string): Line => lineOf(lines, scenario, strategy);
 
     it('prints naive and tidemark per scenario, each with via last', () => {
       expect(lines.map((l) => `${l.scenario}/${l.strategy}`)).toEqual([
