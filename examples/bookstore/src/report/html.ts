@@ -50,7 +50,7 @@ export const LAG_COLOURS = { staleness: '#393b79', lag: '#8c6d31' } as const;
 /** Shadow chart: predicted bars; measured bars take the measured strategy's colour. */
 export const PREDICTED_COLOUR = STRATEGY_COLOURS.shadow;
 
-export const PAGE = { padding: 20, width: 1160, header: 96, gap: 28 } as const;
+export const PAGE = { padding: 20, width: 1160, header: 112, gap: 28 } as const;
 
 const INK = '#222222';
 const MUTED = '#666666';
@@ -306,7 +306,7 @@ function outcomesChart(runs: readonly ReportRun[]): Chart {
 
 // --- 2. read latency distribution ---------------------------------------------------------
 
-const LATENCY_PANEL = { height: 300, left: 52, right: 14, top: 26, bottom: 40 } as const;
+const LATENCY_PANEL = { height: 300, left: 52, right: 26, top: 26, bottom: 40 } as const;
 const CDF_POINTS = 400;
 
 function latencyChart(runs: readonly ReportRun[]): Chart {
