@@ -1,6 +1,6 @@
 import type { ScenarioName, StrategyName } from '../options.js';
 import { formatJson } from '../report.js';
-import type { RunResult } from '../result.js';
+import type { RunResult, ShadowCounts } from '../result.js';
 import type { ReadOutcome, ReportData, ReportReplicaState, ReportRun } from './model.js';
 import {
   decades,
@@ -204,6 +204,22 @@ function legend(y: number, entries: ReadonlyArray<readonly [string, string]>): s
   return out;
 }
 
+/** A light full-width track with a bar of `share` (0..1) of its width on it. */
+function trackedBar(
+  x: number,
+  y: number,
+  width: number,
+  height: number,
+  share: number,
+  colour: string,
+  title: string,
+): string {
+  return (
+    rect(x, y, width, height, { fill: TRACK }) +
+    rect(x, y, width * share, height, { fill: colour, 'shape-rendering': 'crispEdges' }, title)
+  );
+}
+
 // --- 1. where reads went, what they missed -------------------------------------------------
 
 const ROW = 22;
@@ -284,13 +300,13 @@ function outcomesChart(runs: readonly ReportRun[]): Chart {
         const whole = metric.whole(result);
         const share = whole === 0 ? 0 : part / whole;
         const tip = `${scenario} / ${label(result)}: ${metric.key} ${part} of ${whole} ${metric.wholeName} (${percent(part, whole)})`;
-        body += rect(x, rowY + 4, BAR_WIDTH, BAR, { fill: TRACK });
-        body += rect(
+        body += trackedBar(
           x,
           rowY + 4,
-          BAR_WIDTH * share,
+          BAR_WIDTH,
           BAR,
-          { fill: STRATEGY_COLOURS[result.strategy], 'shape-rendering': 'crispEdges' },
+          share,
+          STRATEGY_COLOURS[result.strategy],
           tip,
         );
         body += text(x + BAR_WIDTH + 6, rowY + 15, `${part}/${whole} ${percent(part, whole)}`, {
@@ -603,43 +619,28 @@ function readsPlot(run: ReportRun, box: Box, x: Scale, timeTicks: readonly numbe
 
 // --- 4. shadow mode: predicted vs measured --------------------------------------------------
 
-const SHADOW_METRICS: ReadonlyArray<{
-  title: string;
-  predicted: (s: NonNullable<RunResult['shadow']>) => number;
-  strategy: 'naive' | 'tidemark';
-  measured: (r: RunResult) => number;
-}> = [
-  {
-    title: 'naive: missing_in_list',
-    predicted: (s) => s.predicted_naive_missing,
-    strategy: 'naive',
-    measured: (r) => r.missing_in_list,
-  },
-  {
-    title: 'naive: missing_after_write',
-    predicted: (s) => s.predicted_naive_missing_after_write,
-    strategy: 'naive',
-    measured: (r) => r.missing_after_write,
-  },
-  {
-    title: 'tidemark: replica reads',
-    predicted: (s) => s.predicted_replica_reads,
-    strategy: 'tidemark',
-    measured: (r) => r.replica_reads,
-  },
-  {
-    title: 'tidemark: primary reads',
-    predicted: (s) => s.predicted_primary_reads,
-    strategy: 'tidemark',
-    measured: (r) => r.primary_reads,
-  },
-  {
-    title: 'tidemark: waits',
-    predicted: (s) => s.predicted_waits,
-    strategy: 'tidemark',
-    measured: (r) => r.waits,
-  },
+/** Title, shadow's predicted field, the strategy that measured it, and its measured field. */
+const SHADOW_METRICS: ReadonlyArray<
+  readonly [string, keyof ShadowCounts, 'naive' | 'tidemark', CountField]
+> = [
+  ['naive: missing_in_list', 'predicted_naive_missing', 'naive', 'missing_in_list'],
+  [
+    'naive: missing_after_write',
+    'predicted_naive_missing_after_write',
+    'naive',
+    'missing_after_write',
+  ],
+  ['tidemark: replica reads', 'predicted_replica_reads', 'tidemark', 'replica_reads'],
+  ['tidemark: primary reads', 'predicted_primary_reads', 'tidemark', 'primary_reads'],
+  ['tidemark: waits', 'predicted_waits', 'tidemark', 'waits'],
 ];
+
+type CountField =
+  | 'missing_in_list'
+  | 'missing_after_write'
+  | 'replica_reads'
+  | 'primary_reads'
+  | 'waits';
 
 function shadowChart(runs: readonly ReportRun[]): Chart | undefined {
   const shadowRuns = runs.map((run) => run.result).filter((r) => r.shadow !== undefined);
@@ -671,36 +672,38 @@ function shadowChart(runs: readonly ReportRun[]): Chart | undefined {
       height: SHADOW_METRICS.length * rowHeight,
     };
     plots.push(box);
-    SHADOW_METRICS.forEach((metric, row) => {
+    SHADOW_METRICS.forEach(([title, predictedField, strategy, measuredField], row) => {
       const measuredRun = runs.find(
-        (run) =>
-          run.result.scenario === shadowRun.scenario && run.result.strategy === metric.strategy,
+        (run) => run.result.scenario === shadowRun.scenario && run.result.strategy === strategy,
       )?.result;
-      const predicted = metric.predicted(shadow);
-      const measured = measuredRun ? metric.measured(measuredRun) : undefined;
+      const predicted = shadow[predictedField] ?? 0;
+      const measured = measuredRun?.[measuredField];
       const scale = Math.max(1, predicted, measured ?? 0);
       const y = box.y + row * rowHeight;
-      body += text(left, y + 17, metric.title, { 'font-size': 12, fill: INK });
-      body += rect(box.x, y + 3, barWidth, 11, { fill: TRACK });
-      body += rect(
+      const tip = (what: string, value: number) =>
+        `${shadowRun.scenario}: ${what} ${title} ${value}`;
+      body += text(left, y + 17, title, { 'font-size': 12, fill: INK });
+      body += trackedBar(
         box.x,
         y + 3,
-        (barWidth * predicted) / scale,
+        barWidth,
         11,
-        { fill: PREDICTED_COLOUR, 'shape-rendering': 'crispEdges' },
-        `${shadowRun.scenario}: predicted ${metric.title} ${predicted}`,
+        predicted / scale,
+        PREDICTED_COLOUR,
+        tip('predicted', predicted),
       );
-      body += rect(box.x, y + 15, barWidth, 11, { fill: TRACK });
-      if (measured !== undefined) {
-        body += rect(
-          box.x,
-          y + 15,
-          (barWidth * measured) / scale,
-          11,
-          { fill: STRATEGY_COLOURS[metric.strategy], 'shape-rendering': 'crispEdges' },
-          `${shadowRun.scenario}: measured ${metric.title} ${measured}`,
-        );
-      }
+      body +=
+        measured === undefined
+          ? rect(box.x, y + 15, barWidth, 11, { fill: TRACK })
+          : trackedBar(
+              box.x,
+              y + 15,
+              barWidth,
+              11,
+              measured / scale,
+              STRATEGY_COLOURS[strategy],
+              tip('measured', measured),
+            );
       body += text(
         box.x + barWidth + 6,
         y + 17,

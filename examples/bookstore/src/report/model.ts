@@ -51,12 +51,6 @@ export interface ReportRun {
   readonly replica: readonly ReportReplicaState[];
 }
 
-/** Helper for code that builds samples. */
-export interface ReportSample {
-  readonly reads: ReportRead[];
-  readonly replica: ReportReplicaState[];
-}
-
 export interface ReportMeta {
   readonly db: DbName;
   readonly via: ViaName | undefined;

@@ -1,7 +1,14 @@
 import { type ReplicaState, type Router, routeOutcome, stalenessSeconds } from '@tidemark/core';
 import type { ScenarioName, StrategyName } from '../options.js';
 import type { RunResult } from '../result.js';
-import type { ReadOutcome, ReportData, ReportMeta, ReportRun, ReportSample } from './model.js';
+import type {
+  ReadOutcome,
+  ReportData,
+  ReportMeta,
+  ReportRead,
+  ReportReplicaState,
+  ReportRun,
+} from './model.js';
 import type { TracedRead, WorkloadTrace } from './trace.js';
 
 /**
@@ -26,8 +33,8 @@ export class ReportRecorder {
 
 export class RunRecorder implements WorkloadTrace {
   private startedAt: number | undefined;
-  private readonly reads: ReportSample['reads'][number][] = [];
-  private readonly replica: ReportSample['replica'][number][] = [];
+  private readonly reads: ReportRead[] = [];
+  private readonly replica: ReportReplicaState[] = [];
   /** The routed read in progress: the router reports its decision before the read returns. */
   private decision: ReadOutcome | undefined;
   private routed = false;
