@@ -1,6 +1,9 @@
 import { type Database, type DemoCluster, withDatabase } from './databases/index.js';
 import { LIST_LENGTH } from './ledger.js';
 import type { DemoOptions, ScenarioName, StrategyName } from './options.js';
+import { renderReport } from './report/html.js';
+import { writeReport } from './report/output.js';
+import { ReportRecorder, type RunRecorder } from './report/recorder.js';
 import { formatJson, formatLine, formatShadowComparison, formatSummary } from './report.js';
 import type { RunResult } from './result.js';
 import { createStrategy, describeStrategy } from './strategies/index.js';
@@ -48,6 +51,17 @@ async function runDemoOn<C>(
     : await database.startLocalCluster();
   io.onCluster?.(cluster);
   const results: RunResult[] = [];
+  const report = options.report
+    ? new ReportRecorder({
+        db: database.name,
+        via: options.via,
+        cluster: cluster.description,
+        seed: options.seed,
+        customers: options.customers,
+        waitBudgetMs: options.tidemark.waitBudgetMs,
+        generatedAt: new Date().toISOString(),
+      })
+    : undefined;
   try {
     const startup = ((performance.now() - clusterStarted) / 1000).toFixed(1);
     say(`  cluster     ${cluster.description}; ready in ${startup} s`);
@@ -75,7 +89,9 @@ async function runDemoOn<C>(
     for (const scenario of options.scenarios) {
       for (const name of options.strategies) {
         io.log(`running ${scenario}/${name}...`);
-        const result = await runOne(database, cluster, scenario, name, options, io);
+        const recorder = report?.run(scenario, name);
+        const result = await runOne(database, cluster, scenario, name, options, io, recorder);
+        recorder?.finish(result);
         results.push(result);
         io.out(options.json ? formatJson(result) : formatLine(result));
       }
@@ -88,6 +104,12 @@ async function runDemoOn<C>(
       say(comparison);
     }
     if (database.texts.notice) say(`note: ${database.texts.notice}`);
+    if (report && options.report) {
+      const notes = [comparison, database.texts.notice ?? ''].filter((note) => note !== '');
+      const path = await writeReport(options.report, renderReport(report.data(notes)));
+      // --json: stdout carries nothing but the result lines.
+      (human ? io.out : io.log)(`report: ${path}`);
+    }
     return results;
   } finally {
     // Leave a user's own cluster as it was; the embedded one is deleted anyway.
@@ -103,6 +125,7 @@ async function runOne<C>(
   name: StrategyName,
   options: DemoOptions,
   io: DemoIo,
+  recorder: RunRecorder | undefined,
 ): Promise<RunResult> {
   const orders = ordersOf(scenario, options);
   await cluster.resetOrders();
@@ -113,6 +136,7 @@ async function runOne<C>(
       primaryUrl: cluster.primaryUrl,
       replicaUrl: cluster.replicaUrl,
       plannedReads: readsOf(scenario, options),
+      observeRouter: recorder?.observeRouter,
     };
     const spec: WorkloadSpec = {
       db: database.name,
@@ -123,6 +147,7 @@ async function runOne<C>(
       // Same seed for every strategy of a scenario: identical writers and readers.
       seed: options.seed + (scenario === 'idle' ? 0 : 1),
       log: io.log,
+      trace: recorder,
     };
     // Built after the pause, so a strategy's monitor starts from the replica's real state.
     if (options.via) {

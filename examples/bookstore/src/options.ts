@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { DB_NAMES, type DbName } from './databases/types.js';
 import { DemoError, DemoErrorCode } from './errors.js';
+import { DEFAULT_REPORT_FILE } from './report/output.js';
 import { VIA_NAMES, VIA_STRATEGIES, type ViaName } from './via/types.js';
 
 export const STRATEGY_NAMES = ['naive', 'time-window', 'lab-router', 'tidemark', 'shadow'] as const;
@@ -42,6 +43,11 @@ export interface DemoOptions {
     readonly fallbackBurst: number | undefined;
   };
   readonly json: boolean;
+  /**
+   * Where to write the HTML report (`--report PATH`, relative to the directory the command ran
+   * in); undefined with `--no-report`.
+   */
+  readonly report: string | undefined;
   readonly help: boolean;
 }
 
@@ -82,6 +88,11 @@ Options:
   --fallback-rate N      tidemark: primary fallbacks refilled per second (default 100)
   --fallback-burst N     tidemark: fallback bucket size (default: every read of the run)
   --json                 one JSON object per run on stdout, nothing else (logs go to stderr)
+  --report PATH          write the HTML report (charts, one self-contained file) to PATH,
+                         relative to the directory you ran the command in (default
+                         ./${DEFAULT_REPORT_FILE} there); its path is printed at the end (on
+                         stderr with --json)
+  --no-report            write no HTML report
   -h, --help             show this help
 `;
 
@@ -132,6 +143,7 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
       fallbackBurst: burst === undefined ? undefined : integer('--fallback-burst', burst, 1, 1),
     },
     json: values.json ?? false,
+    report: reportOption(values.report, values['no-report'] ?? false),
     help: values.help ?? false,
   };
 }
@@ -156,6 +168,8 @@ function parse(args: string[]) {
       'fallback-rate': { type: 'string' },
       'fallback-burst': { type: 'string' },
       json: { type: 'boolean' },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -236,6 +250,13 @@ function viaStrategies(text: string | undefined, via: ViaName): StrategyName[] {
     );
   }
   return chosen;
+}
+
+function reportOption(path: string | undefined, none: boolean): string | undefined {
+  if (none && path !== undefined) throw usageError('--report and --no-report exclude each other.');
+  if (none) return undefined;
+  if (path === '') throw usageError('--report needs a file path.');
+  return path ?? DEFAULT_REPORT_FILE;
 }
 
 function usageError(detail: string): DemoError {

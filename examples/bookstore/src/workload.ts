@@ -3,6 +3,7 @@ import type { DbName, OrderQueries } from './databases/types.js';
 import { OrderLedger } from './ledger.js';
 import type { ScenarioName } from './options.js';
 import { pickOthers, seededRandom } from './random.js';
+import type { WorkloadTrace } from './report/trace.js';
 import type { RunResult, ShadowCounts } from './result.js';
 import { percentile, round2 } from './stats.js';
 import type { Strategy } from './strategies/index.js';
@@ -18,6 +19,8 @@ export interface WorkloadSpec {
   readonly seed: number;
   /** Where to report the first errors of a run (stderr in the CLI). */
   readonly log: (line: string) => void;
+  /** Told about every read, for the HTML report; optional. */
+  readonly trace?: WorkloadTrace | undefined;
 }
 
 /** Errors printed per run; the rest are only counted. */
@@ -54,6 +57,7 @@ export async function runWorkload<C>(
   };
   const predictions: PendingPrediction[] = [];
   const started = performance.now();
+  spec.trace?.begin();
 
   for (let order = 1; order <= spec.orders; order++) {
     const writer = random.int(1, spec.customers);
@@ -75,6 +79,7 @@ export async function runWorkload<C>(
           queries.latestOrders(connection, reader),
         );
         readMs.push(performance.now() - readStarted);
+        spec.trace?.read({ startedAt: readStarted, ms: readMs.at(-1)!, target: read.target });
         if (read.target === 'primary') primaryReads++;
         else replicaReads++;
         if (read.waitedMs !== undefined) waitMs.push(read.waitedMs);
@@ -87,6 +92,7 @@ export async function runWorkload<C>(
         }
         listed = read.value;
       } catch (error) {
+        spec.trace?.read({ startedAt: readStarted, error: true });
         noteError(`read for customer ${reader}`, error);
         continue;
       }

@@ -1,12 +1,19 @@
 import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESULT_FIELDS, SHADOW_FIELDS } from '../src/result.js';
 
 // A small version of `pnpm demo --json`, run as a child process exactly as the CLI runs, so the
 // test also proves that stdout carries nothing but JSON lines.
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
 const READS_PER_ORDER = 5;
+/** Each run also writes its HTML report (as users get it by default), here rather than the repo. */
+const REPORT_DIR = mkdtempSync(join(tmpdir(), 'tidemark-demo-test-'));
+let reports = 0;
+afterAll(() => rmSync(REPORT_DIR, { recursive: true, force: true }));
 
 /** One small run per database; MySQL-family runs are smaller to keep the file under 2 minutes. */
 const RUNS = [
@@ -48,7 +55,14 @@ function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr:
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/main.ts', ...args],
+      [
+        '--import',
+        'tsx',
+        'src/main.ts',
+        ...args,
+        '--report',
+        join(REPORT_DIR, `${++reports}.html`),
+      ],
       { cwd: PACKAGE_DIR, timeout: 110_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;

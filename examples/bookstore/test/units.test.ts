@@ -45,9 +45,10 @@ describe('parseOptions', () => {
       pausedOrders: 300,
       customers: 100,
       scenarios: ['idle', 'paused'],
-      strategies: ['naive', 'time-window', 'lab-router', 'tidemark'],
+      strategies: ['naive', 'time-window', 'lab-router', 'tidemark', 'shadow'],
       external: undefined,
       json: false,
+      report: 'tidemark-report.html',
     });
   });
 

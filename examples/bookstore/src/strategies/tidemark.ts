@@ -53,6 +53,7 @@ export async function createTidemarkStrategy<P, C, H = C>(
     fallback: { ratePerSecond: settings.fallbackRatePerSecond, burst },
     degraded: 'error',
   });
+  context.observeRouter?.(router);
   try {
     await router.ready();
   } catch (error) {

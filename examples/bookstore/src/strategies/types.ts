@@ -1,5 +1,6 @@
 import type { ShadowPrediction } from '@tidemark/core';
 import type { StrategyName } from '../options.js';
+import type { ObserveRouter } from '../report/trace.js';
 
 /** Where a read was served. */
 export type ReadTarget = 'primary' | 'replica';
@@ -35,4 +36,6 @@ export interface StrategyContext {
   readonly replicaUrl: string;
   /** Reads the run will make; tidemark sizes its default fallback cap with it. */
   readonly plannedReads: number;
+  /** The HTML report listens to the router of tidemark and shadow (and their `--via` doors). */
+  readonly observeRouter?: ObserveRouter | undefined;
 }
