@@ -101,7 +101,8 @@ export class BoundedWait<P> {
         signal?.removeEventListener('abort', linked);
       }
     }
-    if (!serverSide) reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
+    if (!serverSide)
+      reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
     const waitedMs = clock.now() - waitStarted;
     if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs });
     this.options.onWait({

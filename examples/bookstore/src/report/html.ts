@@ -142,7 +142,7 @@ export function renderReport(data: ReportData): string {
 <header>
 <h1>Tidemark Bookstore demo: read your own orders from a replica</h1>
 <p>${esc(meta.cluster)}</p>
-<p>database ${esc(meta.db)}${esc(via)}; ${meta.customers} customers, seed ${meta.seed}; tidemark wait budget ${meta.waitBudgetMs} ms; made ${esc(meta.generatedAt)}</p>
+<p>database ${esc(meta.db)}${esc(via)}; ${meta.customers} customers, seed ${meta.seed}; tidemark wait budget ${meta.waitBudgetMs === 'auto' ? 'auto' : `${meta.waitBudgetMs} ms`}; made ${esc(meta.generatedAt)}</p>
 </header>
 <div id="charts">
 ${svgs}

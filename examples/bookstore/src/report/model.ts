@@ -58,7 +58,7 @@ export interface ReportMeta {
   readonly cluster: string;
   readonly seed: number;
   readonly customers: number;
-  readonly waitBudgetMs: number;
+  readonly waitBudgetMs: number | 'auto';
   /** ISO time the report was made. */
   readonly generatedAt: string;
 }
