@@ -70,39 +70,15 @@ export class BoundedWait<P> {
     let serverSide = false;
     let reached: string | undefined;
     if (adapter.waitFor) {
-      // The least lagged waits on the server, deterministically: spreading server-side waits at
-      // random among equally lagged replicas hands the whole budget to a stalled one half of the
-      // time (a replica whose replay stopped after the last sample looks exactly like a caught-up
-      // one). The others are watched meanwhile through the monitor's shared probes: lags move
-      // between samples, and the replica that catches up first is often not the one that looked
-      // best (the 20k reads/s model: 1.12x the oracle's primary reads at 1 s of lag with one
-      // replica waited on, 1.00x with all of them). One server-side wait per read, as before.
-      const [best, ...rest] = candidates as [ReplicaState<P>, ...ReplicaState<P>[]];
-      const stop = new AbortController();
-      const linked = () => stop.abort();
-      if (signal?.aborted) stop.abort();
-      signal?.addEventListener('abort', linked, { once: true });
-      try {
-        serverSide = true;
-        const onServer = this.serverSide(best.id, required, deadline, stop.signal).then((r) => {
-          if (r === 'unsupported') serverSide = false;
-          // No server-side wait here after all: stop watching the others, poll them all below.
-          if (r === 'unsupported') stop.abort();
-          return r === 'reached' ? best.id : undefined;
-        });
-        const onOthers =
-          rest.length > 0
-            ? this.poll(required, rest, deadline, stop.signal, affinityKey)
-            : Promise.resolve(undefined);
-        reached = await firstDefined([onServer, onOthers]);
-      } finally {
-        // The loser ends on its own (an aborted wait, a poll that sees the signal).
-        stop.abort();
-        signal?.removeEventListener('abort', linked);
-      }
+      // The least lagged, deterministically: spreading server-side waits at random among equally
+      // lagged replicas hands the whole budget to a stalled one half of the time (a replica whose
+      // replay stopped after the last sample looks exactly like a caught-up one).
+      const best = candidates[0]!;
+      const result = await this.serverSide(best.id, required, deadline, signal);
+      serverSide = result !== 'unsupported';
+      if (result === 'reached') reached = best.id;
     }
-    if (!serverSide)
-      reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
+    reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
     const waitedMs = clock.now() - waitStarted;
     if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs });
     this.options.onWait({
@@ -188,22 +164,4 @@ export class BoundedWait<P> {
     }
     return undefined;
   }
-}
-
-/** The first of `promises` to resolve with a value; undefined once all resolved without one. */
-function firstDefined<T>(promises: ReadonlyArray<Promise<T | undefined>>): Promise<T | undefined> {
-  return new Promise((resolve) => {
-    let left = promises.length;
-    for (const promise of promises) {
-      promise.then(
-        (value) => {
-          if (value !== undefined) resolve(value);
-          else if (--left === 0) resolve(undefined);
-        },
-        () => {
-          if (--left === 0) resolve(undefined);
-        },
-      );
-    }
-  });
 }
