@@ -42,10 +42,19 @@ export { type HealthOptions, isHealthy, stalenessSeconds } from './health.js';
 export { RouterMetrics, type RouterMetricsSnapshot } from './metrics.js';
 export { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 export { PrimarySamples } from './monitor/primary-samples.js';
+export {
+  type ReplicaViewChannel,
+  SharedReplicaView,
+  type SharedViewEvents,
+  type SharedViewOptions,
+  type SharedViewRole,
+  type SharedViewStats,
+} from './monitor/shared-view.js';
 export type {
   MonitorEvents,
   ProbeContext,
   ProbeResult,
+  ProbeSample,
   ReplicaHistory,
   ReplicaMonitor,
   ReplicaState,

@@ -27,6 +27,12 @@ import { Emitter } from './events.js';
 import { type HealthOptions, isHealthy } from './health.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
+import {
+  SharedReplicaView,
+  type SharedViewOptions,
+  type SharedViewRole,
+  type SharedViewStats,
+} from './monitor/shared-view.js';
 import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead, type ReadPlan } from './plan.js';
 import type { PositionCodec } from './position.js';
@@ -57,6 +63,13 @@ export interface RouterOptions<P, C> {
   cluster?: string;
   /** Supply a monitor; by default a {@link PollingMonitor} over the adapter's probes. */
   monitor?: ReplicaMonitor<P>;
+  /**
+   * Share one view of the replicas between the app instances of this cluster: one instance
+   * (elected by a lease) probes and publishes, the others apply its samples instead of probing.
+   * See {@link SharedReplicaView}; `redisReplicaViewChannel` from `@tidemark/redis` is the
+   * channel. Not with `monitor`.
+   */
+  sharedView?: SharedViewOptions;
   /** Options of the default polling monitor. */
   monitorOptions?: Partial<
     Omit<PollingMonitorOptions<P>, 'codec' | 'replicas' | 'probe' | 'probePrimary'>
@@ -200,6 +213,13 @@ export interface RouterEvents<P> {
   /** A write finished; `position` is undefined while its capture is deferred (`Router.write`). */
   write: (event: { cluster: string; position: P | undefined; durationMs: number }) => void;
   'replica-state': (state: ReplicaState<P>) => void;
+  /** This instance's part in the shared replica view changed (see {@link SharedViewRole}). */
+  'shared-view': (event: {
+    cluster: string;
+    role: SharedViewRole;
+    previous: SharedViewRole;
+    error?: unknown;
+  }) => void;
 }
 
 /** Result of {@link Router.readDetailed}. */
@@ -242,6 +262,8 @@ export interface WriteResult<T> {
 export class Router<P, C> {
   readonly cluster: string;
   readonly monitor: ReplicaMonitor<P>;
+  /** Present with the `sharedView` option. */
+  readonly sharedView: SharedReplicaView<P> | undefined;
   readonly events = new Emitter<RouterEvents<P>>();
   /** The adapter's position codec: carriers and stores merge positions with it. */
   readonly codec: PositionCodec<P>;
@@ -325,20 +347,35 @@ export class Router<P, C> {
       'error',
       'primary',
     ] as const);
-    this.monitor =
-      options.monitor ??
-      new PollingMonitor<P>({
-        ...options.monitorOptions,
-        codec: this.adapter.codec,
-        replicas: this.adapter.replicas,
-        probe: (id, context) => this.adapter.probe(id, context),
-        probePrimary: (context) => this.adapter.probePrimary(context),
-        classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
-          ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)
-          : undefined,
-        coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
-        clock: this.clock,
-      });
+    if (options.sharedView && options.monitor) {
+      throw new ConfigError(
+        'Pass either `monitor` or `sharedView`: a shared view drives the default polling monitor.',
+      );
+    }
+    this.sharedView = options.sharedView
+      ? new SharedReplicaView<P>(options.sharedView, {
+          cluster: this.cluster,
+          codec: this.adapter.codec,
+          clock: this.clock,
+          nodes: this.adapter.replicas,
+        })
+      : undefined;
+    const polling = options.monitor
+      ? undefined
+      : new PollingMonitor<P>({
+          ...options.monitorOptions,
+          shouldPoll: this.sharedView?.shouldPoll,
+          codec: this.adapter.codec,
+          replicas: this.adapter.replicas,
+          probe: (id, context) => this.adapter.probe(id, context),
+          probePrimary: (context) => this.adapter.probePrimary(context),
+          classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
+            ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)
+            : undefined,
+          coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
+          clock: this.clock,
+        });
+    this.monitor = options.monitor ?? (polling as PollingMonitor<P>);
     this.boundedWait = new BoundedWait<P>({
       adapter: this.adapter,
       codec: this.adapter.codec,
@@ -369,6 +406,12 @@ export class Router<P, C> {
       });
     });
     this.monitor.start();
+    if (this.sharedView && polling) {
+      this.sharedView.events.on('role', (event) =>
+        this.events.emit('shared-view', { cluster: this.cluster, ...event }),
+      );
+      this.sharedView.start(polling);
+    }
   }
 
   /**
@@ -787,14 +830,16 @@ export class Router<P, C> {
   }
 
   /** Counters since the router started (see {@link RouterMetrics}). */
-  metrics(): ReturnType<RouterMetrics['snapshot']> {
-    return this.counters.snapshot();
+  metrics(): ReturnType<RouterMetrics['snapshot']> & { sharedView?: SharedViewStats } {
+    const counters = this.counters.snapshot();
+    return this.sharedView ? { ...counters, sharedView: this.sharedView.stats() } : counters;
   }
 
   /** Stop the monitor and close the adapter. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.sharedView?.close();
     await this.monitor.close();
     await this.adapter.close();
   }

@@ -9,6 +9,11 @@ export {
 } from './jobs.js';
 export { mergePositions } from './merge.js';
 export {
+  type RedisSubscriber,
+  type RedisViewCommands,
+  redisReplicaViewChannel,
+} from './replica-view.js';
+export {
   type ClusterView,
   type DropOutcome,
   type RedisCommands,

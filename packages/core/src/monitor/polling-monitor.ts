@@ -1,4 +1,4 @@
-import type { PrimaryVerdict } from '../adapter.js';
+import { PRIMARY, type PrimaryVerdict } from '../adapter.js';
 import { type Clock, systemClock } from '../clock.js';
 import { ConfigError } from '../errors.js';
 import { Emitter } from '../events.js';
@@ -8,6 +8,7 @@ import type {
   MonitorEvents,
   ProbeContext,
   ProbeResult,
+  ProbeSample,
   ReplicaHistory,
   ReplicaMonitor,
   ReplicaState,
@@ -42,6 +43,12 @@ export interface PollingMonitorOptions<P> {
   backoffInitialMs?: number;
   /** Cap of the backoff delay. Default 5000 ms. */
   backoffMaxMs?: number;
+  /**
+   * Asked before each background probe of a node (a replica id, or `primary`): false skips that
+   * round (the timer keeps running). A shared replica view answers false while another instance
+   * probes and publishes. Probes a read or a wait asks for are never skipped.
+   */
+  shouldPoll?: ((node: string) => boolean) | undefined;
   clock?: Clock;
 }
 
@@ -72,8 +79,10 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
       | 'probe'
       | 'classifyAgainstPrimary'
       | 'coveredNeedsVerdict'
+      | 'shouldPoll'
     >
   >;
+  private readonly shouldPoll: (node: string) => boolean;
   private readonly codec: PositionCodec<P>;
   private readonly probeFn: PollingMonitorOptions<P>['probe'];
   private readonly probePrimaryFn: PollingMonitorOptions<P>['probePrimary'];
@@ -120,6 +129,7 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     this.probePrimaryFn = options.probePrimary;
     this.classify = options.classifyAgainstPrimary;
     this.coveredNeedsVerdict = options.coveredNeedsVerdict ?? false;
+    this.shouldPoll = options.shouldPoll ?? (() => true);
     this.primarySamples = options.probePrimary ? new PrimarySamples(options.codec) : undefined;
     this.clock = options.clock ?? systemClock;
     const history: ReplicaHistory = this.primarySamples ? 'unknown' : 'unchecked';
@@ -245,7 +255,9 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     );
     if (this.closed) return this.primary;
     // Seen when the answer arrived: the primary held this position by then at the latest.
-    this.primarySamples?.note(position, this.clock.now());
+    const seenAt = this.clock.now();
+    this.primarySamples?.note(position, seenAt);
+    if (this.events.has('primary-probe')) this.events.emit('primary-probe', { position, seenAt });
     this.observePrimary(position);
     this.primarySampledTicket = Math.max(this.primarySampledTicket, ticket);
     // A new yardstick: every replica's history verdict and freshness may have changed.
@@ -289,10 +301,49 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     if (this.running && !slot.inFlight) this.schedule(slot, this.backoffDelay(slot.state.failures));
   }
 
+  /**
+   * Take a replica sample probed elsewhere (another instance's probe, through a shared replica
+   * view), as if this monitor had sent that probe at `sentAt` on its own clock. A sample older
+   * than the current one only adds its position (positions never go back); a newer one replaces
+   * lag, pause and reachability as a probe would. It settles no {@link appliedAfter} ticket: the
+   * order of another process's probes against this one's reads is unknown.
+   */
+  ingest(sample: ProbeSample<P>): void {
+    const slot = this.byId.get(sample.id);
+    if (!slot || this.closed) return;
+    if ('error' in sample) {
+      if (sample.sentAt <= slot.state.sampledAt) return;
+      this.update(slot, {
+        ...slot.state,
+        reachable: false,
+        failures: slot.state.failures + 1,
+        lastError: sample.error,
+      });
+      return;
+    }
+    if (sample.sentAt <= slot.state.sampledAt) {
+      this.observe(sample.id, sample.result.applied);
+      return;
+    }
+    this.accept(slot, sample.result, sample.sentAt);
+  }
+
+  /** Take a primary position seen elsewhere at `seenAt` (this monitor's clock); see {@link ingest}. */
+  ingestPrimary(position: P, seenAt: number): void {
+    if (this.closed) return;
+    this.primarySamples?.note(position, Math.min(seenAt, this.clock.now()));
+    this.observePrimary(position);
+    for (const slot of this.slots) this.reassess(slot);
+  }
+
   private schedule(slot: Slot<P>, delayMs: number): void {
     clearTimeout(slot.timer);
     if (!this.running) return;
     slot.timer = setTimeout(() => {
+      if (!this.shouldPoll(slot.state.id)) {
+        this.schedule(slot, this.options.intervalMs);
+        return;
+      }
       void this.probeSlot(slot).finally(() => {
         const failures = slot.state.failures;
         this.schedule(slot, failures > 0 ? this.backoffDelay(failures) : this.options.intervalMs);
@@ -304,6 +355,10 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   private schedulePrimary(delayMs: number): void {
     if (!this.running) return;
     this.primaryTimer = setTimeout(() => {
+      if (!this.shouldPoll(PRIMARY)) {
+        this.schedulePrimary(this.options.intervalMs);
+        return;
+      }
       void this.refreshPrimary()
         .catch(() => undefined)
         .finally(() => this.schedulePrimary(this.options.intervalMs));
@@ -331,8 +386,14 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
         );
         this.accept(slot, result, startedAt);
         slot.sampledTicket = Math.max(slot.sampledTicket, ticket);
+        if (this.events.has('probe')) {
+          this.events.emit('probe', { id: slot.state.id, sentAt: startedAt, result });
+        }
       } catch (error) {
         if (this.closed) return;
+        if (this.events.has('probe')) {
+          this.events.emit('probe', { id: slot.state.id, sentAt: startedAt, error });
+        }
         this.update(slot, {
           ...slot.state,
           reachable: false,

@@ -3,7 +3,7 @@ import type { PositionCodec } from '../position.js';
 interface Sample<P> {
   readonly position: P;
   /** When the monitor first saw the primary at (or past) this position, in clock ms. */
-  readonly seenAt: number;
+  seenAt: number;
 }
 
 /** Distinct positions kept; beyond this every second one is dropped, so old samples get coarser. */
@@ -43,6 +43,9 @@ export class PrimarySamples<P> {
       // samples describe a primary that is gone.
       if (this.codec.compare(position, last.position) !== 'covered') this.samples = [];
     }
+    // A sample seen elsewhere (a shared replica view) can be older than the last one kept: the
+    // primary then held every earlier position by that time too, so times stay in order.
+    for (const earlier of this.samples) earlier.seenAt = Math.min(earlier.seenAt, seenAt);
     this.samples.push({ position, seenAt });
     if (this.samples.length > this.capacity) this.thin();
   }

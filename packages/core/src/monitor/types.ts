@@ -75,7 +75,21 @@ export interface MonitorEvents<P> {
   primary: (position: P) => void;
   /** A replica's history verdict changed (for example it was found `diverged`). */
   history: (event: { id: string; history: ReplicaHistory; previous: ReplicaHistory }) => void;
+  /**
+   * A probe of a replica answered (`result`) or failed (`error`). `sentAt` is the clock time the
+   * probe was sent, which is how old its sample is. Emitted for this monitor's own probes only,
+   * never for samples it was handed ({@link PollingMonitor.ingest}): what a shared replica view
+   * publishes.
+   */
+  probe: (event: ProbeSample<P>) => void;
+  /** A probe of the primary answered; `seenAt` is when (the primary held `position` by then). */
+  'primary-probe': (event: { position: P; seenAt: number }) => void;
 }
+
+/** One probe of one replica, as {@link MonitorEvents.probe} reports it. */
+export type ProbeSample<P> =
+  | { readonly id: string; readonly sentAt: number; readonly result: ProbeResult<P> }
+  | { readonly id: string; readonly sentAt: number; readonly error: unknown };
 
 /**
  * Where the router learns what each replica has applied. The polling implementation is
