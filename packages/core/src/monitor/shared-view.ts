@@ -104,7 +104,7 @@ interface WireSample {
 }
 
 /**
- * One view of the replicas for many app instances (issue "many app instances"): the instance
+ * One view of the replicas for many app instances: the instance
  * holding the lease probes every node on the monitor's interval and publishes each sample; the
  * others apply them to their own monitor as if they had probed (the same health rules judge
  * their age) and stop their background probes. Probe load on the replicas is then that of one
