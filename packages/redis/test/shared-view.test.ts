@@ -104,7 +104,12 @@ for (const target of TARGETS) {
       return Number(row['n'] ?? row['Value'] ?? row['VALUE']);
     }
 
-    function launch(n: number, shared: boolean, workload: boolean): Promise<App[]> {
+    function launch(
+      n: number,
+      shared: boolean,
+      workload: boolean,
+      redisUrl = redis.url,
+    ): Promise<App[]> {
       const scope = `tidemark:view:${target}:run${++runs}`;
       const replicas: Record<string, string> = {};
       for (const node of cluster.replicas()) replicas[node.name] = node.url;
@@ -113,7 +118,7 @@ for (const target of TARGETS) {
           flavour: target.startsWith('pg') ? 'pg' : 'mysql',
           primary: cluster.primary().url,
           replicas,
-          ...(shared && { redisUrl: redis.url }),
+          ...(shared && { redisUrl }),
           scope,
           workload,
           idBase: (runs * 100 + i) * 1_000_000,
@@ -160,6 +165,52 @@ for (const target of TARGETS) {
       expect(rates['shared-4']!).toBeLessThan(rates['shared-1']! * 2);
       // The control: without the view every instance probes on its own.
       expect(rates['local-4']!).toBeGreaterThan(rates['shared-4']! * 2.5);
+    });
+
+    it('Redis going away sends every instance back to local probing and the view resumes when it returns; no read misses its write', async () => {
+      const own = await startRedis();
+      const fleet = await launch(3, true, true, own.url);
+      let restarted: TestRedis | undefined;
+      try {
+        await sleep(3000);
+        expect(fleet.filter((app) => app.role === 'prober')).toHaveLength(1);
+        const downAt = Date.now();
+        await own.stop();
+        await sleep(3000);
+        const wentLocal = fleet.filter((app) =>
+          app.roleChanges.some((c) => c.role === 'local' && c.at > downAt),
+        );
+        restarted = await startRedis({ port: own.port });
+        const upAt = Date.now();
+        await sleep(4000);
+        const roles = fleet.map((app) => app.role);
+        const reports = await Promise.all(fleet.map((app) => app.stop()));
+        const sum = (pick: (r: Report) => number) => reports.reduce((s, r) => s + pick(r), 0);
+        const back = fleet.map((app) => app.roleChanges.find((c) => c.at > upAt)?.at ?? Number.NaN);
+        console.log(
+          `shared view ${target}: Redis stopped and restarted: ${JSON.stringify({
+            wentLocal: wentLocal.length,
+            backAfterMs: back.map((at) => at - upAt),
+            roles,
+            reads: sum((r) => r.totals.reads),
+            missed: sum((r) => r.totals.missed),
+            naiveMissed: sum((r) => r.totals.naiveMissed),
+            channelErrors: sum((r) => r.sharedView?.channelErrors ?? 0),
+            errors: sum((r) => r.totals.errors),
+          })}`,
+        );
+        expect(wentLocal).toHaveLength(fleet.length);
+        expect(roles.filter((role) => role === 'prober')).toHaveLength(1);
+        expect(roles.filter((role) => role === 'follower')).toHaveLength(fleet.length - 1);
+        expect(sum((r) => r.sharedView?.channelErrors ?? 0)).toBeGreaterThan(0);
+        expect(sum((r) => r.totals.reads)).toBeGreaterThan(50);
+        expect(sum((r) => r.totals.missed)).toBe(0);
+        expect(sum((r) => r.totals.errors)).toBe(0);
+        expect(sum((r) => r.totals.naiveMissed)).toBeGreaterThan(0);
+      } finally {
+        await restarted?.stop();
+        await own.stop();
+      }
     });
 
     it('killing the prober process mid-run: a survivor takes over, no read misses its write (control: naive reads do)', async () => {
@@ -209,6 +260,7 @@ interface Report {
   };
   waits: number;
   primaryReads: number;
+  sharedView?: { channelErrors: number };
 }
 
 interface App {

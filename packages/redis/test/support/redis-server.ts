@@ -25,13 +25,14 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export async function startRedis(): Promise<TestRedis> {
+/** `port`: a given port (to bring a stopped server back where its clients reconnect). */
+export async function startRedis(options: { port?: number } = {}): Promise<TestRedis> {
   if (!existsSync(REDIS_SERVER)) {
     throw new Error(
       `redis-server not found at ${REDIS_SERVER}; install redis-server or set REDIS_SERVER_BIN.`,
     );
   }
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child: ChildProcess = spawn(
     REDIS_SERVER,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
