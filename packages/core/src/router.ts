@@ -1,6 +1,6 @@
 import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
-import { ConcurrencyLimit } from './concurrency-limit.js';
+import { ConcurrencyLimit, DEFAULT_ADAPTIVE_LIMIT } from './concurrency-limit.js';
 import {
   CheckFailed,
   type Decided,
@@ -109,10 +109,14 @@ export interface RouterOptions<P, C> {
     enabled?: boolean;
     /**
      * Primary fallback reads (`primary-fallback`, `primary-no-replica`) this router runs at once.
-     * Default 16. A healthy primary serving point reads in 1 ms passes 16,000 such reads per
-     * second under it; one that takes 2 s passes 8.
+     * A number is a fixed limit: 16 slots pass 16,000 reads/s of a primary answering in 1 ms and
+     * 8/s of one taking 2 s. Default `'auto'`: 16 slots, growing (up to 256) while the slots are
+     * all in use and fallback reads keep answering in under 50 ms and under twice their usual
+     * time, shrinking back toward 16 when they slow down; so one busy app process is not held
+     * below what a healthy primary serves, and a primary in trouble still sees at most 16.
+     * `metrics().fallbackLimit` shows the current limit.
      */
-    maxConcurrent?: number;
+    maxConcurrent?: number | 'auto';
     /**
      * How long a fallback read may queue for a free slot when `maxConcurrent` are in flight,
      * before the `degraded` policy applies. Default 250 ms; 0: never queue.
@@ -277,7 +281,6 @@ export class Router<P, C> {
   private readonly bucket: TokenBucket | undefined;
   private readonly fallbackLimit: ConcurrencyLimit | undefined;
   private readonly fallbackQueueMs: number;
-  private readonly releaseFallback = () => this.fallbackLimit?.release();
   /** Reads this router has running per target (replica id or `primary`). */
   private readonly inFlight = new Map<string, number>();
   private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
@@ -324,8 +327,11 @@ export class Router<P, C> {
             this.clock,
           )
         : undefined;
+    const maxConcurrent = options.fallback?.maxConcurrent ?? 'auto';
     this.fallbackLimit = fallbackEnabled
-      ? new ConcurrencyLimit(options.fallback?.maxConcurrent ?? 16, this.clock)
+      ? maxConcurrent === 'auto'
+        ? new ConcurrencyLimit(DEFAULT_ADAPTIVE_LIMIT.floor, this.clock, DEFAULT_ADAPTIVE_LIMIT)
+        : new ConcurrencyLimit(maxConcurrent, this.clock)
       : undefined;
     this.fallbackQueueMs = nonNegative('fallback.queueMs', options.fallback?.queueMs ?? 250);
     this.otherHistoryBucket = fallbackEnabled
@@ -830,9 +836,16 @@ export class Router<P, C> {
   }
 
   /** Counters since the router started (see {@link RouterMetrics}). */
-  metrics(): ReturnType<RouterMetrics['snapshot']> & { sharedView?: SharedViewStats } {
-    const counters = this.counters.snapshot();
-    return this.sharedView ? { ...counters, sharedView: this.sharedView.stats() } : counters;
+  metrics(): ReturnType<RouterMetrics['snapshot']> & {
+    /** Primary fallback reads allowed in flight now (moves with `fallback.maxConcurrent: 'auto'`). */
+    fallbackLimit?: number;
+    sharedView?: SharedViewStats;
+  } {
+    return {
+      ...this.counters.snapshot(),
+      ...(this.fallbackLimit && { fallbackLimit: this.fallbackLimit.max }),
+      ...(this.sharedView && { sharedView: this.sharedView.stats() }),
+    };
   }
 
   /** Stop the monitor and close the adapter. */
@@ -1092,7 +1105,8 @@ export class Router<P, C> {
     const limit = this.fallbackLimit;
     if (limit && (this.bucket === undefined || this.bucket.tryTake())) {
       if (await limit.acquire(this.fallbackQueueMs, signal)) {
-        return { target: PRIMARY, reason, stale: false, release: this.releaseFallback };
+        const heldSince = this.clock.now();
+        return { target: PRIMARY, reason, stale: false, release: () => limit.release(heldSince) };
       }
     }
     const waitedMs = this.clock.now() - started;

@@ -62,8 +62,8 @@ describe('default fallback cap', () => {
     expect(f.events.capRejected).toEqual([]);
   });
 
-  it('serves 64 concurrent token reads on a healthy primary: at most 16 run at once, none fails', async () => {
-    const f = await routerFixture(incident());
+  it('serves 64 concurrent token reads on a healthy primary: 16 run at once at first, none fails', async () => {
+    const f = await routerFixture(incident({ fallback: { maxConcurrent: 16 } }));
     const { fn, stats } = timedRead(f.clock, 1);
     const reads = Array.from({ length: 64 }, () => f.router.readDetailed(sessionAt('1.12'), fn));
     const results = await f.clock.run(Promise.all(reads));
@@ -203,5 +203,86 @@ describe('explicit token bucket', () => {
     const results = await f.clock.run(Promise.all(reads));
     expect(results.filter((r) => r === 'ok')).toHaveLength(2);
     expect(stats.maxInFlight).toBe(2);
+  });
+});
+
+/**
+ * Open-loop fallback load: `perMs` token reads arrive every clock millisecond for `ms`, each
+ * holding the primary for `latencyMs()` (clock time). Resolves the outcome counts.
+ */
+async function offered(
+  f: Awaited<ReturnType<typeof routerFixture>>,
+  perMs: number,
+  ms: number,
+  latencyMs: (at: number) => number,
+) {
+  const counts = { served: 0, refused: 0, maxInFlight: 0 };
+  let inFlight = 0;
+  const fn = async (connection: ScriptedConnection) => {
+    if (connection.target === PRIMARY) {
+      inFlight++;
+      counts.maxInFlight = Math.max(counts.maxInFlight, inFlight);
+      try {
+        await f.clock.sleep(latencyMs(f.clock.now()));
+      } finally {
+        inFlight--;
+      }
+    }
+    return connection.target;
+  };
+  const all: Promise<void>[] = [];
+  const arrivals = async () => {
+    for (let t = 0; t < ms; t++) {
+      for (let i = 0; i < perMs; i++) {
+        all.push(
+          f.router.read(sessionAt('1.12'), fn).then(
+            () => void counts.served++,
+            () => void counts.refused++,
+          ),
+        );
+      }
+      await f.clock.sleep(1);
+    }
+    await Promise.all(all);
+  };
+  await f.clock.run(arrivals());
+  return counts;
+}
+
+describe("fallback.maxConcurrent 'auto' (the default)", () => {
+  // 4 reads/ms at 6 ms each need 24 slots: more than a fixed 16 pass (16 / 6 ms = 2.7/ms).
+  it('grows past 16 for a healthy primary under more fallback load than 16 slots pass; no read refused (control: a fixed 16 refuses)', async () => {
+    const auto = await routerFixture(incident());
+    const autoCounts = await offered(auto, 4, 800, () => 6);
+    const fixed = await routerFixture(incident({ fallback: { maxConcurrent: 16 } }));
+    const fixedCounts = await offered(fixed, 4, 800, () => 6);
+    expect(fixedCounts.refused).toBeGreaterThan(300);
+    expect(fixedCounts.maxInFlight).toBe(16);
+    expect(autoCounts.refused).toBe(0);
+    expect(autoCounts.served).toBe(3200);
+    expect(autoCounts.maxInFlight).toBeGreaterThan(16);
+    expect(auto.router.metrics().fallbackLimit).toBeGreaterThan(16);
+    expect(auto.router.metrics().fallbackLimit).toBeLessThanOrEqual(256);
+  });
+
+  it('shrinks back to 16 when the primary slows down, and then binds as a fixed 16 does', async () => {
+    const f = await routerFixture(incident());
+    await offered(f, 4, 800, () => 6);
+    const grown = f.router.metrics().fallbackLimit!;
+    expect(grown).toBeGreaterThan(16);
+    // The primary now takes 200 ms per read (4x the healthy bound, 66x its usual time).
+    const slow = await offered(f, 1, 3000, () => 200);
+    expect(f.router.metrics().fallbackLimit).toBe(16);
+    expect(slow.refused).toBeGreaterThan(0);
+    const binding = await offered(f, 10, 300, () => 200);
+    expect(binding.maxInFlight).toBeLessThanOrEqual(16);
+  });
+
+  it('never grows for a primary whose fallback reads take over 50 ms, however busy', async () => {
+    const f = await routerFixture(incident());
+    const counts = await offered(f, 2, 2000, () => 60);
+    expect(f.router.metrics().fallbackLimit).toBe(16);
+    expect(counts.maxInFlight).toBe(16);
+    expect(counts.refused).toBeGreaterThan(0);
   });
 });
