@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { Emitter } from '../events.js';
 import type { PositionCodec } from '../position.js';
 import { PrimarySamples } from './primary-samples.js';
+import { unrefTimer, withDeadline } from './timers.js';
 import type {
   MonitorEvents,
   ProbeContext,
@@ -521,27 +522,11 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
 
   private withTimeout<T>(promise: Promise<T>, controller: AbortController): Promise<T> {
     const timeoutMs = this.options.probeTimeoutMs;
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        controller.abort();
-        reject(new Error(`probe timed out after ${timeoutMs} ms`));
-      }, timeoutMs);
-      unrefTimer(timer);
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withDeadline(
+      promise,
+      timeoutMs,
+      () => new Error(`probe timed out after ${timeoutMs} ms`),
+      () => controller.abort(),
+    );
   }
-}
-
-function unrefTimer(timer: ReturnType<typeof setTimeout> | undefined): void {
-  // Background polling must not keep a process alive on its own.
-  (timer as { unref?: () => void } | undefined)?.unref?.();
 }

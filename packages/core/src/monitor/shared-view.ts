@@ -4,6 +4,7 @@ import { ConfigError } from '../errors.js';
 import { Emitter } from '../events.js';
 import type { PositionCodec } from '../position.js';
 import type { PollingMonitor } from './polling-monitor.js';
+import { withDeadline } from './timers.js';
 import type { ProbeResult, ProbeSample } from './types.js';
 
 /**
@@ -390,23 +391,11 @@ export class SharedReplicaView<P> {
 
   /** The call, or a rejection after `callTimeoutMs`: an unreachable store must not stall us. */
   private bounded<T>(promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`shared view: no answer within ${this.callTimeoutMs} ms`)),
-        this.callTimeoutMs,
-      );
-      (timer as { unref?: () => void }).unref?.();
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error: unknown) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
+    return withDeadline(
+      promise,
+      this.callTimeoutMs,
+      () => new Error(`shared view: no answer within ${this.callTimeoutMs} ms`),
+    );
   }
 }
 
