@@ -8,6 +8,7 @@ import {
   flavourOf,
   type LooseAdapter,
   mysqlTargets,
+  setApplyDelay,
   startMysqlCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
@@ -31,20 +32,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
     return result.length === 1;
   };
 
-  /** Delay the applier of every replica (a replica that is slow, not stopped). */
-  const setDelay = async (seconds: number) => {
-    // MySQL needs only the applier stopped to change the delay; MariaDB both threads.
-    for (const name of replicas) {
-      await cluster.exec(name, mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE');
-      await cluster.exec(
-        name,
-        mysqlFlavour
-          ? `CHANGE REPLICATION SOURCE TO SOURCE_DELAY = ${seconds}`
-          : `CHANGE MASTER TO MASTER_DELAY = ${seconds}`,
-      );
-      await cluster.exec(name, mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE');
-    }
-  };
+  const setDelay = (seconds: number) => setApplyDelay(cluster, target, seconds);
 
   beforeAll(async () => {
     cluster = await startMysqlCluster(target, 2);

@@ -144,3 +144,27 @@ export function dialect(target: MysqlTarget) {
     positionVariable: mysqlFlavour ? '@@global.gtid_executed' : '@@global.gtid_current_pos',
   };
 }
+
+/**
+ * Delay the applier of every replica of `cluster` by `seconds` (a replica that is slow, not
+ * stopped); 0 removes the delay. MariaDB counts the delay from the event's timestamp, which has
+ * whole seconds, so its waits run up to a second longer than the delay.
+ */
+export async function setApplyDelay(
+  cluster: Cluster,
+  target: MysqlTarget,
+  seconds: number,
+): Promise<void> {
+  const mysqlFlavour = flavourOf(target) === 'mysql';
+  // MySQL needs only the applier stopped to change the delay; MariaDB both threads.
+  for (const node of cluster.replicas()) {
+    await cluster.exec(node.name, mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE');
+    await cluster.exec(
+      node.name,
+      mysqlFlavour
+        ? `CHANGE REPLICATION SOURCE TO SOURCE_DELAY = ${seconds}`
+        : `CHANGE MASTER TO MASTER_DELAY = ${seconds}`,
+    );
+    await cluster.exec(node.name, mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE');
+  }
+}
