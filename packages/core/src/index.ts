@@ -46,6 +46,7 @@ export {
   type LeaseErrorCode,
   type LeaseKind,
   type LeaseRevokeReason,
+  type LeaseRoute,
   type LeaseState,
 } from './lease.js';
 export { RouterMetrics, type RouterMetricsSnapshot } from './metrics.js';

@@ -67,21 +67,8 @@ export type LeaseRevokeReason = 'closed' | 'max-hold' | 'aborted';
 /** Lifecycle of a lease. */
 export type LeaseState = 'held' | 'released' | 'revoked';
 
-/**
- * A routed connection held until {@link Lease.release}. Obtain one with `router.acquire(session,
- * kind)` or `handle.acquire(kind)`; always release it (in a `finally`), passing the error when
- * the work failed.
- */
-export interface Lease<C> {
-  readonly kind: LeaseKind;
-  readonly cluster: string;
-  /**
-   * The adapter's connection (a pg `PoolClient`, a mysql2 `PoolConnection`, ...), guarded: after
-   * release or revocation every property access and method call throws a {@link LeaseError}.
-   * Objects its methods return are not guarded. Never release or end the driver connection
-   * yourself: the adapter gives it back when the lease ends.
-   */
-  readonly connection: C;
+/** Where a lease went and why (for read leases, the fields of a `RouteDecision`). */
+export interface LeaseRoute {
   /** `primary` or a replica id. */
   readonly target: string;
   /** Why the lease went to `target`: a read's route reason, or `write`. */
@@ -92,6 +79,23 @@ export interface Lease<C> {
   readonly waitedMs: number;
   /** True when the first target failed to hand over a connection and the lease was routed again. */
   readonly retried: boolean;
+}
+
+/**
+ * A routed connection held until {@link Lease.release}. Obtain one with `router.acquire(session,
+ * kind)` or `handle.acquire(kind)`; always release it (in a `finally`), passing the error when
+ * the work failed.
+ */
+export interface Lease<C> extends LeaseRoute {
+  readonly kind: LeaseKind;
+  readonly cluster: string;
+  /**
+   * The adapter's connection (a pg `PoolClient`, a mysql2 `PoolConnection`, ...), guarded: after
+   * release or revocation every property access and method call throws a {@link LeaseError}.
+   * Objects its methods return are not guarded. Never release or end the driver connection
+   * yourself: the adapter gives it back when the lease ends.
+   */
+  readonly connection: C;
   readonly state: LeaseState;
   /**
    * End the lease and give the connection back.
@@ -111,15 +115,6 @@ export interface Lease<C> {
    * rolled back is never taken for a committed one.
    */
   release(error?: unknown): Promise<void>;
-}
-
-/** What a lease knows of its route. */
-export interface LeaseRoute {
-  readonly target: string;
-  readonly reason: DecisionReason | 'write';
-  readonly stale: boolean;
-  readonly waitedMs: number;
-  readonly retried: boolean;
 }
 
 /** @internal What the router gives a lease to run; see {@link HeldLease}. */

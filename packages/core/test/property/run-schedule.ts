@@ -353,14 +353,7 @@ function routerPath(
   const options: RouterOptions<CounterPosition, SimConnection> = {
     adapter,
     clock,
-    monitor: new SimulatedPollingMonitor<CounterPosition>({
-      codec: adapter.codec,
-      replicas: adapter.replicas,
-      probe: (id, context) => adapter.probe(id, context),
-      probePrimary: (context) => adapter.probePrimary(context),
-      intervalMs: settings.monitorIntervalMs,
-      clock,
-    }),
+    monitor: SimulatedPollingMonitor.of(adapter, settings.monitorIntervalMs),
     monitorOptions: { intervalMs: settings.monitorIntervalMs },
     health: {
       maxLagSeconds: settings.maxLagSeconds,

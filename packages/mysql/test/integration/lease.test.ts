@@ -12,10 +12,11 @@ import {
   adapterFor,
   eventually,
   flavourOf,
+  hasItem,
   type LooseAdapter,
   mysqlTargets,
   setApplyDelay,
-  startMysqlCluster,
+  startItemsCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -29,25 +30,18 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
   let naive: LooseAdapter;
   let firstId = 1;
 
-  const hasRow = async (c: PoolConnection, id: number) => {
-    const [found] = (await c.query('SELECT id FROM items WHERE id = ?', [id])) as unknown as [
-      unknown[],
-    ];
-    return found.length > 0;
-  };
-
   /** `rounds` of the shared workload; the plain replica read alternates between the replicas. */
   const measure = async (rounds: number) => {
-    const result = await runLeaseWorkload({
+    const result = await runLeaseWorkload<Session, PoolConnection>({
       router,
       newSession: () => new Session(),
       rounds,
       firstId,
-      insert: (c: PoolConnection, id: number) => c.query('INSERT INTO items VALUES (?)', [id]),
-      hasRow,
+      insert: (c, id) => c.query('INSERT INTO items VALUES (?)', [id]),
+      hasRow: hasItem,
       replicaHasRow: async (id, round) => {
         const replica = naive.replicas[round % naive.replicas.length]!;
-        return (await naive.read(replica, (c) => hasRow(c, id), {})).value;
+        return (await naive.read(replica, (c) => hasItem(c, id), {})).value;
       },
     });
     firstId += rounds;
@@ -55,8 +49,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
   };
 
   beforeAll(async () => {
-    cluster = await startMysqlCluster(target, 2);
-    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+    cluster = await startItemsCluster(target);
     adapter = adapterFor(cluster, target);
     naive = adapterFor(cluster, target);
     await waitForReplicasToCatchUp(cluster, adapter);
@@ -125,7 +118,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
     expect(session.clusters()).toEqual([]);
     // On the primary, where a committed row would be at once.
     const check = await router.acquire(new Session(), 'write');
-    expect(await hasRow(check.connection, id)).toBe(false);
+    expect(await hasItem(check.connection, id)).toBe(false);
     await check.release();
   });
 });

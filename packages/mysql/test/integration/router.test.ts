@@ -6,10 +6,11 @@ import {
   adapterFor,
   eventually,
   flavourOf,
+  hasItem,
   type LooseAdapter,
   mysqlTargets,
   setApplyDelay,
-  startMysqlCluster,
+  startItemsCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -25,19 +26,13 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
   let router: Router<any, PoolConnection>;
   let nextId = 1;
 
-  const hasRow = async (c: PoolConnection, id: number) => {
-    const [result] = (await c.query('SELECT 1 FROM items WHERE id = ?', [id])) as unknown as [
-      unknown[],
-    ];
-    return result.length === 1;
-  };
+  const hasRow = hasItem;
 
   const setDelay = (seconds: number) => setApplyDelay(cluster, target, seconds);
 
   beforeAll(async () => {
-    cluster = await startMysqlCluster(target, 2);
+    cluster = await startItemsCluster(target);
     replicas = cluster.replicas().map((node) => node.name);
-    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
     adapter = adapterFor(cluster, target);
     await waitForReplicasToCatchUp(cluster, adapter);
     router = new Router({

@@ -1,5 +1,5 @@
 import { type Cluster, startCluster } from '@tidemark/test-clusters';
-import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Connection, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
 import {
   createMysqlAdapter,
   type GtidSet,
@@ -43,6 +43,21 @@ export function flavourOf(target: MysqlTarget): 'mysql' | 'mariadb' {
 
 export async function startMysqlCluster(target: MysqlTarget, replicas = 2): Promise<Cluster> {
   return startCluster(target, { replicas });
+}
+
+/** A cluster whose primary has an empty `items (id int PRIMARY KEY)` table. */
+export async function startItemsCluster(target: MysqlTarget, replicas = 2): Promise<Cluster> {
+  const cluster = await startMysqlCluster(target, replicas);
+  await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+  return cluster;
+}
+
+/** Whether `items` shows row `id` on this connection. */
+export async function hasItem(connection: PoolConnection, id: number): Promise<boolean> {
+  const [result] = (await connection.query('SELECT 1 FROM items WHERE id = ?', [
+    id,
+  ])) as unknown as [unknown[]];
+  return result.length === 1;
 }
 
 /** Either adapter, typed loosely enough for tests that run against both flavours. */

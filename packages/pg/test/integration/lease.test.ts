@@ -12,8 +12,9 @@ import type { PgPosition } from '../../src/index.js';
 import {
   adapterFor,
   eventually,
+  hasItem,
   pgTargets,
-  startPgCluster,
+  startItemsCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -27,8 +28,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
   let nextId = 1;
 
   const insert = (c: pg.PoolClient, id: number) => c.query('INSERT INTO items VALUES ($1)', [id]);
-  const hasRow = async (c: pg.PoolClient, id: number) =>
-    ((await c.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount ?? 0) === 1;
+  const hasRow = hasItem;
 
   /** The workload, with a plain replica read (no router) as the second control. */
   const workload = async (rounds: number) => {
@@ -52,10 +52,8 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
   };
 
   beforeAll(async () => {
-    cluster = await startPgCluster(target, 2);
+    cluster = await startItemsCluster(target);
     replicas = cluster.replicas().map((node) => node.name);
-    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
-    await waitForReplicasToCatchUp(cluster);
     router = new Router({
       adapter: adapterFor(cluster),
       cluster: 'main',
