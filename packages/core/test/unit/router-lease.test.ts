@@ -33,6 +33,7 @@ function fixture(
     router?: Partial<RouterOptions<CounterPosition, SimConnection>>;
     adapter?: SimulatedAdapterOptions;
     pauseAll?: boolean;
+    monitorIntervalMs?: number;
   } = {},
 ) {
   const sim = new ReplicationSimulator({ replicas: [{ id: 'r0' }, { id: 'r1' }] });
@@ -40,7 +41,7 @@ function fixture(
   const router: SimRouter = new Router<CounterPosition, SimConnection>({
     adapter,
     clock: sim.clock,
-    monitor: SimulatedPollingMonitor.of(adapter, 10),
+    monitor: SimulatedPollingMonitor.of(adapter, options.monitorIntervalMs ?? 10),
     ...options.router,
   });
   const revoked: Array<{ kind: string; reason: string; target: string }> = [];
@@ -391,6 +392,43 @@ describe('router.acquire: read leases', () => {
       expect(blind.target).not.toBe(PRIMARY);
       expect(blind.connection.sees('w1')).toBe(false);
       await blind.release();
+    });
+  });
+
+  it('a target that cannot hand over a connection: routed once more elsewhere (retried), as router.read does', async () => {
+    // The monitor polls rarely, so it still believes r0 is up when the lease asks it; least-lag
+    // keeps configuration order on ties, so r0 is tried first.
+    const f = fixture({
+      monitorIntervalMs: 100_000,
+      router: { health: { maxSampleAgeMs: 100_000 }, selection: 'least-lag' },
+    });
+    await f.run(async () => {
+      f.sim.crash('r0');
+      const leases: string[] = [];
+      for (let round = 0; round < 3; round++) {
+        const lease = await f.router.acquire(new Session(), 'read');
+        leases.push(`${lease.target}:${lease.retried}`);
+        await lease.release();
+      }
+      // The first went on to r1; the failure marked r0 down, so the others go to r1 at once.
+      expect(leases).toEqual(['r1:true', 'r1:false', 'r1:false']);
+      expect(f.router.metrics().retries).toBe(1);
+      expect(f.adapter.stats.failedReads).toBe(1);
+      // Control: the same read sent to r0 without the router fails.
+      await expect(f.naiveSees('r0', 'w0')).rejects.toThrow(/down/);
+    });
+  });
+
+  it('shadow mode: a read lease runs on the primary and leaves the session alone', async () => {
+    const f = fixture({ router: { mode: 'shadow' } });
+    await f.run(async () => {
+      const session = new Session();
+      const lease = await f.router.acquire(session, 'read');
+      expect(lease).toMatchObject({ target: PRIMARY, reason: 'shadow', stale: false });
+      await lease.release();
+      expect(session.clusters()).toEqual([]);
+      await f.router.shadowSettled();
+      expect(f.router.shadowReport()?.reads).toBe(1);
     });
   });
 });
