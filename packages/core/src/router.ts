@@ -625,7 +625,8 @@ export class Router<P, C> {
           if (failure === undefined && target !== PRIMARY && this.isRetryable(error)) {
             this.monitor.reportFailure(target, error);
           }
-          this.readError(failure?.error ?? error, started);
+          // A refused grant is reported once, by acquire's own read-error.
+          if (!failure?.refused) this.readError(failure?.error ?? error, started);
           if (failure === undefined) throw error;
           return;
         }
@@ -684,8 +685,14 @@ export class Router<P, C> {
     },
     connection: C,
     options: AcquireOptions,
-    end: (failure: { readonly error: unknown } | undefined) => Promise<void>,
+    end: (failure: LeaseFailure | undefined) => Promise<void>,
   ): Promise<Lease<C>> {
+    // Closed, or given up on, while the connection was on its way: give it straight back.
+    if (this.closed || options.signal?.aborted) {
+      const refusal = this.closed ? this.closedError() : options.signal?.reason;
+      await end({ error: refusal, refused: true }).catch(() => undefined);
+      throw refusal;
+    }
     const { target, reason, stale } = routed.final.route;
     const lease: HeldLease<C> = new HeldLease<C>({
       kind,
@@ -720,11 +727,6 @@ export class Router<P, C> {
       },
     });
     this.leases.add(lease);
-    if (this.closed) {
-      // Closed while the connection was on its way: give it straight back.
-      await lease.revoke('closed');
-      this.assertOpen();
-    }
     return lease;
   }
 
@@ -1045,9 +1047,11 @@ export class Router<P, C> {
   }
 
   private assertOpen(): void {
-    if (this.closed) {
-      throw new TidemarkError(ErrorCode.Closed, `Router for cluster "${this.cluster}" is closed.`);
-    }
+    if (this.closed) throw this.closedError();
+  }
+
+  private closedError(): TidemarkError {
+    return new TidemarkError(ErrorCode.Closed, `Router for cluster "${this.cluster}" is closed.`);
   }
 
   /** Decode the session's position, applying the bad-token policy. */
@@ -1454,6 +1458,12 @@ export class Router<P, C> {
     }
     return best;
   }
+}
+
+/** Why a lease ended without recording: `refused` when it was never handed out. */
+interface LeaseFailure {
+  readonly error: unknown;
+  readonly refused?: boolean;
 }
 
 /** What an adapter read gets to know about its route. */

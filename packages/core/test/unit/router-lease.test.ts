@@ -272,6 +272,24 @@ describe('router.acquire: misuse and revocation', () => {
     });
   });
 
+  it('close() while a connection is on its way: acquire rejects with TIDEMARK_CLOSED, the connection goes back', async () => {
+    const f = fixture({ adapter: { readLatencyMs: 100 } });
+    const outcome = await f.sim.run(async () => {
+      await f.router.ready();
+      const pending = f.router.acquire(new Session(), 'read').then(
+        () => 'granted',
+        (e: unknown) => (e as { code?: string }).code,
+      );
+      await f.sim.clock.sleep(50);
+      await f.router.close();
+      return pending;
+    });
+    expect(outcome).toBe(ErrorCode.Closed);
+    // Handed over after close, given straight back (the callback failed), never counted as held.
+    expect(f.adapter.stats.failedReads).toBe(1);
+    expect(f.router.metrics().leasesRevoked).toBe(0);
+  });
+
   it("an aborted signal: before the grant acquire rejects with the signal's reason; while held it revokes", async () => {
     const f = fixture({ adapter: { readLatencyMs: 100 } });
     await f.run(async () => {
