@@ -621,19 +621,31 @@ export class Router<P, C> {
           outcome = await borrowed.outcome;
         } catch (error) {
           leave();
-          const target = routed.final.route.target;
-          if (failure === undefined && target !== PRIMARY && this.isRetryable(error)) {
-            this.monitor.reportFailure(target, error);
-          }
           // A refused grant is reported once, by acquire's own read-error.
           if (!failure?.refused) this.readError(failure?.error ?? error, started);
-          if (failure === undefined) throw error;
-          return;
+          if (failure !== undefined) return;
+          throw this.leasedReadFailed(routed.final.route.target, error);
         }
         leave();
         await this.finishRead(session, routed, outcome.observed, started);
       });
     });
+  }
+
+  /**
+   * The adapter failed a read lease's read after its holder was done (the node went away before
+   * the read finished): no retry is possible, the holder already used the answer. A failure the
+   * adapter calls retryable marks the node down and becomes a retryable `TIDEMARK_READ_FAILED`;
+   * any other error is the holder's own and is returned as it is.
+   */
+  private leasedReadFailed(target: string, error: unknown): unknown {
+    if (!this.isRetryable(error)) return error;
+    if (target !== PRIMARY) this.monitor.reportFailure(target, error);
+    return new TidemarkError(
+      ErrorCode.ReadFailed,
+      `The read lease on ${target} (cluster "${this.cluster}") failed before its read finished, so its answer may be incomplete and the session was not raised. Discard the answer and read again on a new lease.`,
+      { retryable: true, cause: error },
+    );
   }
 
   /** A write lease: `adapter.write` held open until release, recorded as {@link Router.write}. */

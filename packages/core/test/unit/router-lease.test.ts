@@ -437,6 +437,36 @@ describe('router.acquire: read leases', () => {
     });
   });
 
+  it('the replica goes down before the read finished: release() rejects with a retryable TIDEMARK_READ_FAILED', async () => {
+    const f = fixture({ router: { selection: 'least-lag' } });
+    await f.run(async () => {
+      const session = new Session();
+      const lease = await f.router.acquire(session, 'read');
+      expect(lease.target).toBe('r0');
+      lease.connection.lastApplied();
+      f.sim.crash('r0'); // the simulated adapter drops the answer of a node that went down
+      await expect(lease.release()).rejects.toMatchObject({
+        code: ErrorCode.ReadFailed,
+        retryable: true,
+      });
+      expect(session.clusters()).toEqual([]);
+      expect(f.router.monitor.state('r0')?.reachable).toBe(false);
+      // Control: router.read retries such a read elsewhere by itself (reads are idempotent).
+      f.sim.restart('r0');
+      await f.router.monitor.refresh();
+      const original = f.adapter.read.bind(f.adapter);
+      let first = true;
+      f.adapter.read = async (target, fn, context) => {
+        const outcome = original(target, fn, context);
+        if (first && target === 'r0') f.sim.crash('r0');
+        first = false;
+        return outcome;
+      };
+      const read = await f.router.readDetailed(session, async (c) => c.node);
+      expect(read.decision.retried).toBe(true);
+    });
+  });
+
   it('shadow mode: a read lease runs on the primary and leaves the session alone', async () => {
     const f = fixture({ router: { mode: 'shadow' } });
     await f.run(async () => {
