@@ -105,7 +105,7 @@ export interface Lease<C> extends LeaseRoute {
    * (nothing is recorded then). A read lease raises the session to what the read observed, as
    * after `router.read`.
    *
-   * `release(error)`: the work failed. A write lease's transaction is rolled back and nothing is
+   * `release(error)` (any value but `undefined`): the work failed. A write lease's transaction is rolled back and nothing is
    * recorded, so the token stays as it was (statements of a lease without a transaction may have
    * committed and are not in the token: use transactions). A read lease records nothing. The
    * promise resolves once the connection is back; it does not re-throw `error`.
