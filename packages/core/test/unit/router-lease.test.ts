@@ -344,6 +344,9 @@ describe('router.acquire: misuse and revocation', () => {
       await expect(f.router.acquire(session, 'read', { maxHoldMs: -1 })).rejects.toMatchObject({
         code: ErrorCode.Config,
       });
+      await expect(f.router.acquire(session, 'scan' as 'read')).rejects.toThrow(
+        /acquire takes 'read' or 'write'/,
+      );
     });
   });
 });
