@@ -41,6 +41,16 @@ export const ErrorCode = {
   Closed: 'TIDEMARK_CLOSED',
   /** `currentSession()` was called outside `runWithSession`. */
   NoSessionContext: 'TIDEMARK_NO_SESSION_CONTEXT',
+  /** A lease's connection was used, or the lease released again, after `release()`. */
+  LeaseReleased: 'TIDEMARK_LEASE_RELEASED',
+  /**
+   * A lease was taken back before its holder released it (the router closed, `maxHoldMs`
+   * passed, or the caller's signal aborted): its connection went back, a write lease's work was
+   * rolled back (or, without a transaction, not recorded in the session).
+   */
+  LeaseRevoked: 'TIDEMARK_LEASE_REVOKED',
+  /** A read lease was asked for with `transaction: true`; transactions need a write lease. */
+  TransactionOnReplica: 'TIDEMARK_TRANSACTION_ON_REPLICA',
 } as const;
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];

@@ -39,6 +39,16 @@ export {
 } from './errors.js';
 export { Emitter } from './events.js';
 export { type HealthOptions, isHealthy, stalenessSeconds } from './health.js';
+export {
+  type AcquireOptions,
+  type Lease,
+  LeaseError,
+  type LeaseErrorCode,
+  type LeaseKind,
+  type LeaseRevokeReason,
+  type LeaseRoute,
+  type LeaseState,
+} from './lease.js';
 export { RouterMetrics, type RouterMetricsSnapshot } from './metrics.js';
 export { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 export { PrimarySamples } from './monitor/primary-samples.js';

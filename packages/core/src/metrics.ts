@@ -23,6 +23,8 @@ export interface RouterMetricsSnapshot {
   /** Times a replica was found on another history than the primary's and left out of routing. */
   readonly replicasDiverged: number;
   readonly writes: number;
+  /** Leases taken back before their holder released them (close, `maxHoldMs`, abort). */
+  readonly leasesRevoked: number;
 }
 
 /** Counters the router keeps for {@link Router.metrics}. Per-event detail goes through events. */
@@ -42,6 +44,7 @@ export class RouterMetrics {
   lostWrites = 0;
   replicasDiverged = 0;
   writes = 0;
+  leasesRevoked = 0;
   private readonly byReason = Object.fromEntries(DECISION_REASONS.map((r) => [r, 0])) as Record<
     DecisionReason,
     number
@@ -80,6 +83,7 @@ export class RouterMetrics {
       lostWrites: this.lostWrites,
       replicasDiverged: this.replicasDiverged,
       writes: this.writes,
+      leasesRevoked: this.leasesRevoked,
     };
   }
 }

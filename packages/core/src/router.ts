@@ -1,4 +1,12 @@
-import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
+import {
+  type Adapter,
+  PRIMARY,
+  type PrimaryVerdict,
+  type ReadContext,
+  type ReadOutcome,
+  type WriteOptions,
+  type WriteOutcome,
+} from './adapter.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConcurrencyLimit, DEFAULT_ADAPTIVE_LIMIT } from './concurrency-limit.js';
 import {
@@ -25,6 +33,18 @@ import {
 } from './errors.js';
 import { Emitter } from './events.js';
 import { type HealthOptions, isHealthy } from './health.js';
+import {
+  type AcquireOptions,
+  type Borrowed,
+  borrow,
+  connectionOf,
+  HeldLease,
+  type Lease,
+  LeaseError,
+  type LeaseKind,
+  type LeaseRevokeReason,
+  type LeaseRoute,
+} from './lease.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
 import {
@@ -224,6 +244,14 @@ export interface RouterEvents<P> {
     previous: SharedViewRole;
     error?: unknown;
   }) => void;
+  /** A lease was taken back before its holder released it (see {@link Router.acquire}). */
+  'lease-revoked': (event: {
+    cluster: string;
+    kind: LeaseKind;
+    target: string;
+    reason: LeaseRevokeReason;
+    heldMs: number;
+  }) => void;
 }
 
 /** Result of {@link Router.readDetailed}. */
@@ -235,6 +263,16 @@ export interface RoutedRead<T> {
    * read returned (a predicted wait takes as long as the real one would) and never rejects.
    */
   readonly prediction?: Promise<ShadowPrediction>;
+}
+
+/** A read routed by the ladder, with what `attempt` made of its final route. */
+interface Routed<P, X> {
+  readonly result: X;
+  /** The route the result came from (the retry's, when the first target failed). */
+  readonly final: Decided<P>;
+  readonly waitedMs: number;
+  readonly retried: boolean;
+  readonly prediction?: Promise<ShadowPrediction> | undefined;
 }
 
 /**
@@ -295,6 +333,8 @@ export class Router<P, C> {
   /** The wait rung of predictions: real shared probes, but no counters or `wait` events. */
   private readonly shadowWait: BoundedWait<P>;
   private readonly tokens: TokenCodec;
+  /** Leases not yet released, revoked by `close()`. */
+  private readonly leases = new Set<HeldLease<C>>();
   private closed = false;
 
   constructor(options: RouterOptions<P, C>) {
@@ -467,6 +507,19 @@ export class Router<P, C> {
     const started = this.clock.now();
     const before = this.monitor.primaryPosition();
     const { value, position } = await this.adapter.write(fn, options);
+    return { value, lostWrite: await this.recordWrite(session, position, started, before) };
+  }
+
+  /**
+   * Raise the session to a finished write's position (`undefined`: not captured, settled later
+   * from a primary probe), count it and report it. `before`: the primary's sample before it began.
+   */
+  private async recordWrite(
+    session: Session,
+    position: P | undefined,
+    started: number,
+    before: P | undefined,
+  ): Promise<LostWrite | undefined> {
     if (position === undefined) {
       this.counters.writes++;
       const ticket = this.monitor.ticket();
@@ -482,7 +535,7 @@ export class Router<P, C> {
           durationMs: this.clock.now() - started,
         });
       }
-      return { value, lostWrite: undefined };
+      return undefined;
     }
     this.monitor.observePrimary(position);
     this.counters.writes++;
@@ -494,7 +547,7 @@ export class Router<P, C> {
         durationMs: this.clock.now() - started,
       });
     }
-    return { value, lostWrite };
+    return lostWrite;
   }
 
   /**
@@ -549,23 +602,225 @@ export class Router<P, C> {
   ): Promise<RoutedRead<T>> {
     this.assertOpen();
     const started = this.clock.now();
-    const run = this.shadow ? this.shadowRead.bind(this) : this.routeAndRead.bind(this);
-    if (!this.events.has('read-error')) return run(session, fn, options, started);
+    return this.reportingReadError(started, async () => {
+      const routed = await this.readRouted(session, options, started, (decided) =>
+        this.runRead(decided, fn, options),
+      );
+      const decision = await this.finishRead(session, routed, routed.result.observed, started);
+      const { value } = routed.result;
+      return routed.prediction
+        ? { value, decision, prediction: routed.prediction }
+        : { value, decision };
+    });
+  }
+
+  /**
+   * Lease a routed connection instead of passing a callback, for integrations that sit inside a
+   * driver. `read`: routed by exactly the ladder of {@link Router.read} (covered replica, bounded
+   * wait, primary fallback under the cap, degraded policy; one retry elsewhere when the first
+   * target cannot hand over a connection). `write`: the primary, in a transaction unless
+   * `transaction: false`. Release it with {@link Lease.release} when done: a write lease then
+   * raises the session to its commit's position (as {@link Router.write} does), a read lease to
+   * what the read observed (as {@link Router.read} does); `release(error)` records nothing.
+   *
+   * Revocation (`TIDEMARK_LEASE_REVOKED`, a `lease-revoked` event, `metrics().leasesRevoked`):
+   * {@link Router.close}, `maxHoldMs`, or the caller's `signal` take an outstanding lease back.
+   * A read lease with `transaction: true` is refused (`TIDEMARK_TRANSACTION_ON_REPLICA`).
+   *
+   * ```ts
+   * const lease = await router.acquire(session, 'write');
+   * try {
+   *   await lease.connection.query('INSERT INTO orders ...');
+   * } catch (error) {
+   *   await lease.release(error); // rolled back, nothing recorded
+   *   throw error;
+   * }
+   * await lease.release(); // committed; the session now holds its position
+   * ```
+   */
+  async acquire(
+    session: Session,
+    kind: LeaseKind,
+    options: AcquireOptions = {},
+  ): Promise<Lease<C>> {
+    this.assertOpen();
+    if (options.maxHoldMs !== undefined) positive('maxHoldMs', options.maxHoldMs);
+    if (kind === 'write') return this.acquireWrite(session, options);
+    if (kind !== 'read') {
+      throw new ConfigError(`acquire takes 'read' or 'write', got ${String(kind)}.`);
+    }
+    if (options.transaction === true) {
+      throw new LeaseError(
+        ErrorCode.TransactionOnReplica,
+        `A read lease cannot run a transaction (cluster "${this.cluster}"): a transaction may write, and replicas and the read-only connections of primary fallbacks refuse writes. Acquire a 'write' lease for the transaction (it runs on the primary and records the commit's position), or drop transaction: true for a plain read.`,
+      );
+    }
+    const started = this.clock.now();
+    return this.reportingReadError(started, async () => {
+      const routed = await this.readRouted(session, options, started, (decided) =>
+        this.borrowRead(decided, options),
+      ).catch((error: unknown) => {
+        throw error instanceof AbortedAcquire ? error.reason : error;
+      });
+      const { connection, borrowed, leave } = routed.result;
+      return this.grant('read', routed, connection, options, async (failure) => {
+        borrowed.end(failure);
+        let outcome: ReadOutcome<void, P>;
+        try {
+          outcome = await borrowed.outcome;
+        } catch (error) {
+          leave();
+          // A refused grant is reported once, by acquire's own read-error.
+          if (!failure?.refused) this.readError(failure?.error ?? error, started);
+          if (failure !== undefined) return;
+          throw this.leasedReadFailed(routed.final.route.target, error);
+        }
+        leave();
+        await this.finishRead(session, routed, outcome.observed, started);
+      });
+    });
+  }
+
+  /**
+   * The adapter failed a read lease's read after its holder was done (the node went away before
+   * the read finished): no retry is possible, the holder already used the answer. A failure the
+   * adapter calls retryable marks the node down and becomes a retryable `TIDEMARK_READ_FAILED`;
+   * any other error is the holder's own and is returned as it is.
+   */
+  private leasedReadFailed(target: string, error: unknown): unknown {
+    if (!this.isRetryable(error)) return error;
+    if (target !== PRIMARY) this.monitor.reportFailure(target, error);
+    return new TidemarkError(
+      ErrorCode.ReadFailed,
+      `The read lease on ${target} (cluster "${this.cluster}") failed before its read finished, so its answer may be incomplete and the session was not raised. Discard the answer and read again on a new lease.`,
+      { retryable: true, cause: error },
+    );
+  }
+
+  /** A write lease: `adapter.write` held open until release, recorded as {@link Router.write}. */
+  private async acquireWrite(session: Session, options: AcquireOptions): Promise<Lease<C>> {
+    const started = this.clock.now();
+    const before = this.monitor.primaryPosition();
+    const borrowed = borrow<C, WriteOutcome<void, P>>((fn) =>
+      this.adapter.write(fn, { capture: false, transaction: options.transaction ?? true }),
+    );
+    const connection = await connectionOf(borrowed, options.signal);
+    const route = { final: { route: { target: PRIMARY, reason: 'write' as const, stale: false } } };
+    return this.grant('write', route, connection, options, async (failure) => {
+      borrowed.end(failure);
+      if (failure !== undefined) {
+        await borrowed.outcome.catch(() => undefined);
+        return;
+      }
+      const { position } = await borrowed.outcome;
+      await this.recordWrite(session, position, started, before);
+    });
+  }
+
+  /** One read attempt's connection, counted in flight until the lease ends (`leave`). */
+  private async borrowRead(
+    decided: Decided<P>,
+    options: AcquireOptions,
+  ): Promise<{ connection: C; borrowed: Borrowed<C, ReadOutcome<void, P>>; leave: () => void }> {
+    const leave = this.occupy(decided.route);
+    const borrowed = borrow<C, ReadOutcome<void, P>>((fn) =>
+      this.adapter.read(decided.route.target, fn, readContext(decided, options)),
+    );
     try {
-      return await run(session, fn, options, started);
+      return { connection: await connectionOf(borrowed, options.signal), borrowed, leave };
     } catch (error) {
-      const durationMs = this.clock.now() - started;
-      this.events.emit('read-error', { cluster: this.cluster, error, durationMs });
+      leave();
+      // The caller gave up: not the target's fault, and no retry.
+      if (options.signal?.aborted) throw new AbortedAcquire(error);
       throw error;
     }
   }
 
-  private async routeAndRead<T>(
+  /** Wrap a connection into a lease the router tracks (and revokes on close). */
+  private async grant(
+    kind: LeaseKind,
+    routed: {
+      readonly final: { readonly route: Pick<LeaseRoute, 'target' | 'reason' | 'stale'> };
+      readonly waitedMs?: number;
+      readonly retried?: boolean;
+    },
+    connection: C,
+    options: AcquireOptions,
+    end: (failure: LeaseFailure | undefined) => Promise<void>,
+  ): Promise<Lease<C>> {
+    // Closed, or given up on, while the connection was on its way: give it straight back.
+    if (this.closed || options.signal?.aborted) {
+      const refusal = this.closed ? this.closedError() : options.signal?.reason;
+      await end({ error: refusal, refused: true }).catch(() => undefined);
+      throw refusal;
+    }
+    const { target, reason, stale } = routed.final.route;
+    const lease: HeldLease<C> = new HeldLease<C>({
+      kind,
+      cluster: this.cluster,
+      route: {
+        target,
+        reason,
+        stale,
+        waitedMs: routed.waitedMs ?? 0,
+        retried: routed.retried ?? false,
+      },
+      connection,
+      clock: this.clock,
+      maxHoldMs: options.maxHoldMs,
+      signal: options.signal,
+      end: async (failure) => {
+        try {
+          await end(failure);
+        } finally {
+          this.leases.delete(lease);
+        }
+      },
+      onRevoke: (why, heldMs) => {
+        this.counters.leasesRevoked++;
+        this.events.emit('lease-revoked', {
+          cluster: this.cluster,
+          kind,
+          target,
+          reason: why,
+          heldMs,
+        });
+      },
+    });
+    this.leases.add(lease);
+    return lease;
+  }
+
+  /** Runs `run`; a rejection is reported as a `read-error` event before it propagates. */
+  private async reportingReadError<X>(started: number, run: () => Promise<X>): Promise<X> {
+    if (!this.events.has('read-error')) return run();
+    try {
+      return await run();
+    } catch (error) {
+      this.readError(error, started);
+      throw error;
+    }
+  }
+
+  private readError(error: unknown, started: number): void {
+    const durationMs = this.clock.now() - started;
+    this.events.emit('read-error', { cluster: this.cluster, error, durationMs });
+  }
+
+  /**
+   * The read path shared by {@link Router.read} and read leases: decide the route (decide.ts),
+   * run `attempt` on it, and when it fails in a retryable way, decide once more without the
+   * failed target and run `attempt` there (invariant 6). Shadow mode: the primary, with a
+   * prediction of what routing would have done. Nothing is raised or counted here; see
+   * {@link Router.finishRead}.
+   */
+  private async readRouted<X>(
     session: Session,
-    fn: (connection: C) => Promise<T>,
     options: ReadOptions,
     started: number,
-  ): Promise<RoutedRead<T>> {
+    attempt: (decided: Decided<P>) => Promise<X>,
+  ): Promise<Routed<P, X>> {
+    if (this.shadow) return this.shadowRouted(session, options, started, attempt);
     // Positions carried from an earlier request are settled, when needed, by a probe sent after
     // now: this request began after that one's reads ended (invariant 3).
     const bindTicket = this.monitor.ticket();
@@ -587,24 +842,20 @@ export class Router<P, C> {
     decided ??= await decide(this.rungs(session, started, options), token);
     const route = decided.route;
     const waitedMs = this.clock.now() - started;
-    let retried = false;
-    let outcome: { value: T; observed?: P | undefined };
-    let final = decided;
     try {
-      outcome = await this.runRead(decided, fn, options);
+      return { result: await attempt(decided), final: decided, waitedMs, retried: false };
     } catch (error) {
       if (!this.isRetryable(error)) throw error;
       this.noteReadFailure(route.target, error);
-      retried = true;
       let retryToken = decided.token;
       if (this.hasPending(session)) {
         // The retry may land elsewhere: what earlier reads observed must be known first.
         await session.settled(this.cluster);
         if (retryToken.kind !== 'ignored') retryToken = await this.resolveToken(session);
       }
-      final = await decide(this.rungs(session, started, options), retryToken, route.target);
+      const final = await decide(this.rungs(session, started, options), retryToken, route.target);
       try {
-        outcome = await this.runRead(final, fn, options);
+        return { result: await attempt(final), final, waitedMs, retried: true };
       } catch (retryError) {
         if (this.isRetryable(retryError)) this.noteReadFailure(final.route.target, retryError);
         throw new TidemarkError(
@@ -614,23 +865,33 @@ export class Router<P, C> {
         );
       }
     }
-    const finalRoute = final.route;
-    if (!finalRoute.keepSession) {
-      await this.raiseAfterRead(session, finalRoute.target, outcome.observed);
-    }
+  }
+
+  /**
+   * After a routed read: raise the session to what it observed (invariant 3; not for routes that
+   * keep the session: unverified history, shadow mode), count it and report the decision.
+   */
+  private async finishRead(
+    session: Session,
+    routed: Routed<P, unknown>,
+    observed: P | undefined,
+    started: number,
+  ): Promise<RouteDecision> {
+    const route = routed.final.route;
+    if (!route.keepSession) await this.raiseAfterRead(session, route.target, observed);
     const decision: RouteDecision = {
       cluster: this.cluster,
-      target: finalRoute.target,
-      reason: finalRoute.reason,
-      waitedMs,
-      stale: finalRoute.stale,
-      retried,
+      target: route.target,
+      reason: route.reason,
+      waitedMs: routed.waitedMs,
+      stale: route.stale,
+      retried: routed.retried,
     };
     this.counters.record(decision);
     if (this.events.has('decision')) {
       this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
     }
-    return { value: outcome.value, decision };
+    return decision;
   }
 
   /**
@@ -638,12 +899,12 @@ export class Router<P, C> {
    * would pin later predictions to the primary's position, which no routed read requires); the
    * prediction starts with it and finishes in the background.
    */
-  private async shadowRead<T>(
+  private async shadowRouted<X>(
     session: Session,
-    fn: (connection: C) => Promise<T>,
     options: ReadOptions,
     started: number,
-  ): Promise<RoutedRead<T>> {
+    attempt: (decided: Decided<P>) => Promise<X>,
+  ): Promise<Routed<P, X>> {
     const ledger = this.shadow as ShadowLedger;
     const bindTicket = this.monitor.ticket();
     session.bindCarried(this.cluster, (target) =>
@@ -651,24 +912,12 @@ export class Router<P, C> {
     );
     const prediction = this.predict(session, started, options);
     ledger.track(prediction);
-    const { value } = await this.runRead(
-      { route: { target: PRIMARY, reason: 'shadow', stale: false }, token: NO_TOKEN },
-      fn,
-      options,
-    );
-    const decision: RouteDecision = {
-      cluster: this.cluster,
-      target: PRIMARY,
-      reason: 'shadow',
-      waitedMs: 0,
-      stale: false,
-      retried: false,
+    const final: Decided<P> = {
+      route: { target: PRIMARY, reason: 'shadow', stale: false, keepSession: true },
+      token: NO_TOKEN,
     };
-    this.counters.record(decision);
-    if (this.events.has('decision')) {
-      this.events.emit('decision', { ...decision, durationMs: this.clock.now() - started });
-    }
-    return { value, decision, prediction };
+    const result = await attempt(final);
+    return { result, final, waitedMs: 0, retried: false, prediction };
   }
 
   /**
@@ -818,21 +1067,29 @@ export class Router<P, C> {
     decided: Decided<P>,
     fn: (connection: C) => Promise<T>,
     options: ReadOptions,
-  ): Promise<{ value: T; observed?: P | undefined }> {
-    const route = decided.route;
+  ): Promise<ReadOutcome<T, P>> {
+    const leave = this.occupy(decided.route);
+    try {
+      return await this.adapter.read(decided.route.target, fn, readContext(decided, options));
+    } finally {
+      leave();
+    }
+  }
+
+  /**
+   * Count a read in flight on its target until the returned function is called (once; later
+   * calls do nothing), which also gives back the primary fallback slot the route holds.
+   */
+  private occupy(route: Route): () => void {
     const target = route.target;
     this.inFlight.set(target, (this.inFlight.get(target) ?? 0) + 1);
-    try {
-      return await this.adapter.read(target, fn, {
-        signal: options.signal,
-        required: enforceable(decided),
-        // The position is settled from a shared probe after the read (raiseAfterRead).
-        observe: false,
-      });
-    } finally {
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
       this.inFlight.set(target, (this.inFlight.get(target) ?? 1) - 1);
       route.release?.();
-    }
+    };
   }
 
   /** Counters since the router started (see {@link RouterMetrics}). */
@@ -848,19 +1105,23 @@ export class Router<P, C> {
     };
   }
 
-  /** Stop the monitor and close the adapter. */
+  /** Revoke outstanding leases, stop the monitor and close the adapter. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Outstanding leases first: their connections go back before the adapter's pools end.
+    await Promise.all([...this.leases].map((lease) => lease.revoke('closed')));
     await this.sharedView?.close();
     await this.monitor.close();
     await this.adapter.close();
   }
 
   private assertOpen(): void {
-    if (this.closed) {
-      throw new TidemarkError(ErrorCode.Closed, `Router for cluster "${this.cluster}" is closed.`);
-    }
+    if (this.closed) throw this.closedError();
+  }
+
+  private closedError(): TidemarkError {
+    return new TidemarkError(ErrorCode.Closed, `Router for cluster "${this.cluster}" is closed.`);
   }
 
   /** Decode the session's position, applying the bad-token policy. */
@@ -1267,6 +1528,34 @@ export class Router<P, C> {
       if (best === undefined || eta < best) best = eta;
     }
     return best;
+  }
+}
+
+/** Why a lease ended without recording: `refused` when it was never handed out. */
+interface LeaseFailure {
+  readonly error: unknown;
+  readonly refused?: boolean;
+}
+
+/** What an adapter read gets to know about its route. */
+function readContext<P>(decided: Decided<P>, options: ReadOptions): ReadContext<P> {
+  return {
+    signal: options.signal,
+    required: enforceable(decided),
+    // The position is settled from a shared probe after the read (raiseAfterRead).
+    observe: false,
+  };
+}
+
+/**
+ * A lease acquisition the caller aborted: never retried on another target. Unwrapped to the
+ * signal's reason by {@link Router.acquire}.
+ */
+class AbortedAcquire extends TidemarkError {
+  constructor(readonly reason: unknown) {
+    super(ErrorCode.ReadFailed, 'The lease was not acquired: its signal aborted.', {
+      cause: reason,
+    });
   }
 }
 

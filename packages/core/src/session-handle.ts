@@ -1,5 +1,6 @@
 import type { WriteOptions } from './adapter.js';
 import { runWithSession } from './context.js';
+import type { AcquireOptions, Lease, LeaseKind } from './lease.js';
 import type { ReadOptions } from './router.js';
 import type { Session } from './session.js';
 import type { TokenCodec } from './token.js';
@@ -8,6 +9,7 @@ import type { TokenCodec } from './token.js';
 export interface HandleRouter<C> {
   read<T>(session: Session, fn: (connection: C) => Promise<T>, options?: ReadOptions): Promise<T>;
   write<T>(session: Session, fn: (connection: C) => Promise<T>, options?: WriteOptions): Promise<T>;
+  acquire(session: Session, kind: LeaseKind, options?: AcquireOptions): Promise<Lease<C>>;
 }
 
 /**
@@ -42,6 +44,15 @@ export class SessionHandle<C> {
    */
   transaction<T>(fn: (connection: C) => Promise<T>): Promise<T> {
     return this.router.write(this.session, fn, { transaction: true });
+  }
+
+  /**
+   * A leased connection for this session (`Router.acquire`): `read` routed as {@link SessionHandle.read} is,
+   * `write` on the primary. Release it when done; a write lease's position then goes into the
+   * session, so this handle's next reads and its token see it.
+   */
+  acquire(kind: LeaseKind, options?: AcquireOptions): Promise<Lease<C>> {
+    return this.router.acquire(this.session, kind, options);
   }
 
   /**

@@ -163,6 +163,12 @@ export function prometheusText(
       { labels: c, value: m.replicasDiverged },
     );
     add('writes_total', 'counter', 'Writes run on the primary.', { labels: c, value: m.writes });
+    add(
+      'leases_revoked_total',
+      'counter',
+      'Leases taken back before their holder released them (router closed, maxHoldMs, abort).',
+      { labels: c, value: m.leasesRevoked },
+    );
 
     for (const state of router.monitor.states()) {
       const r = { cluster, replica: state.id };

@@ -72,6 +72,13 @@ export async function startCluster(
   const { provider: _ignored, ...startOptions } = options;
   return provider.start(target, startOptions);
 }
+export {
+  type LeaseWorkloadOptions,
+  type LeaseWorkloadResult,
+  runLeaseWorkload,
+  type WorkloadLease,
+  type WorkloadLeaseRouter,
+} from './lease-workload.js';
 export * from './mongo-sim/index.js';
 export { mongoReplicaSetUri } from './mongo-url.js';
 export { type RedisServer, startRedisServer } from './redis-server.js';

@@ -263,14 +263,7 @@ describe('Session and Router with token-derived positions', () => {
           const router = new Router<CounterPosition, SimConnection>({
             adapter,
             clock: sim.clock,
-            monitor: new SimulatedPollingMonitor<CounterPosition>({
-              codec: adapter.codec,
-              replicas: adapter.replicas,
-              probe: (id, context) => adapter.probe(id, context),
-              probePrimary: (context) => adapter.probePrimary(context),
-              intervalMs: 10,
-              clock: sim.clock,
-            }),
+            monitor: SimulatedPollingMonitor.of(adapter, 10),
             wait: { budgetMs: 20 },
             badToken,
             otherHistory,

@@ -21,14 +21,7 @@ describe('core Router retry path on the replication simulator', () => {
       adapter,
       clock: sim.clock,
       // One probe at start-up, then the monitor keeps believing r0 is fine: the read finds out.
-      monitor: new SimulatedPollingMonitor<CounterPosition>({
-        codec: adapter.codec,
-        replicas: adapter.replicas,
-        probe: (id, context) => adapter.probe(id, context),
-        probePrimary: (context) => adapter.probePrimary(context),
-        intervalMs: 100_000,
-        clock: sim.clock,
-      }),
+      monitor: SimulatedPollingMonitor.of(adapter, 100_000),
       health: { maxSampleAgeMs: 100_000 },
       wait: { budgetMs: 0 },
       fallback: { enabled: false },

@@ -12,6 +12,7 @@
 import {
   balanced,
   ErrorCode,
+  type Lease,
   PRIMARY,
   Router,
   type RouterOptions,
@@ -84,7 +85,8 @@ interface ReadPath {
   close(): Promise<void>;
 }
 
-export type ReadPathKind = 'router' | 'naive';
+/** `lease`: the router too, every read and write through `router.acquire` and `release`. */
+export type ReadPathKind = 'router' | 'lease' | 'naive';
 
 export interface RunOptions {
   /** Adapter returns `observed` with reads (the contract). Default true. */
@@ -122,9 +124,9 @@ export async function runSchedule(
   });
   const routerAdapter = options.probeAfterRead ? probeAfterRead(adapter) : adapter;
   const path =
-    kind === 'router'
-      ? routerPath(routerAdapter, schedule.router, random)
-      : naivePath(adapter, simulator.replicaIds);
+    kind === 'naive'
+      ? naivePath(adapter, simulator.replicaIds)
+      : routerPath(routerAdapter, schedule.router, random, kind === 'lease');
   const tokens = new TokenCodec({ keys: [SIGNING_KEY] });
 
   const violations: Violation[] = [];
@@ -222,7 +224,7 @@ export async function runSchedule(
       }
       if (routed.stale) {
         staleReads++;
-        if (schedule.router.degraded !== 'stale' || kind !== 'router') {
+        if (schedule.router.degraded !== 'stale' || kind === 'naive') {
           violations.push({ kind: 'stale-not-allowed', detail: `${where}: stale under 'error'` });
         }
         if (anomalies.length > 0) staleAnomalies++;
@@ -342,6 +344,7 @@ function routerPath(
   adapter: SimulatedAdapter,
   settings: RouterSettings,
   random: () => number,
+  viaLeases: boolean,
 ): ReadPath {
   const selection: SelectionPolicy | RouterSettings['selection'] =
     settings.selection === 'random'
@@ -353,14 +356,7 @@ function routerPath(
   const options: RouterOptions<CounterPosition, SimConnection> = {
     adapter,
     clock,
-    monitor: new SimulatedPollingMonitor<CounterPosition>({
-      codec: adapter.codec,
-      replicas: adapter.replicas,
-      probe: (id, context) => adapter.probe(id, context),
-      probePrimary: (context) => adapter.probePrimary(context),
-      intervalMs: settings.monitorIntervalMs,
-      clock,
-    }),
+    monitor: SimulatedPollingMonitor.of(adapter, settings.monitorIntervalMs),
     monitorOptions: { intervalMs: settings.monitorIntervalMs },
     health: {
       maxLagSeconds: settings.maxLagSeconds,
@@ -376,10 +372,29 @@ function routerPath(
     degraded: settings.degraded,
   };
   const router = new Router(options);
+  /** What a driver-side integration does: acquire, run, release with the outcome. */
+  const leased = async <T>(lease: Lease<SimConnection>, fn: (c: SimConnection) => Promise<T>) => {
+    let value: T;
+    try {
+      value = await fn(lease.connection);
+    } catch (error) {
+      await lease.release(error);
+      throw error;
+    }
+    await lease.release();
+    return value;
+  };
   return {
     ready: () => router.ready(),
-    write: (session, fn) => router.write(session, fn),
+    write: viaLeases
+      ? async (session, fn) => leased(await router.acquire(session, 'write'), fn)
+      : (session, fn) => router.write(session, fn),
     async read(session, fn, affinityKey) {
+      if (viaLeases) {
+        const lease = await router.acquire(session, 'read', { affinityKey });
+        const value = await leased(lease, fn);
+        return { value, stale: lease.stale, reason: lease.reason };
+      }
       const { value, decision } = await router.readDetailed(session, fn, { affinityKey });
       return { value, stale: decision.stale, reason: decision.reason };
     },

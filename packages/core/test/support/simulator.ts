@@ -679,6 +679,21 @@ export class SimulatedPollingMonitor<P> extends PollingMonitor<P> {
     this.pollEveryMs = options.intervalMs ?? 200;
   }
 
+  /** The monitor of `adapter`'s simulated cluster, polling every `intervalMs` virtual ms. */
+  static of(
+    adapter: SimulatedAdapter,
+    intervalMs: number,
+  ): SimulatedPollingMonitor<CounterPosition> {
+    return new SimulatedPollingMonitor<CounterPosition>({
+      codec: adapter.codec,
+      replicas: adapter.replicas,
+      probe: (id, context) => adapter.probe(id, context),
+      probePrimary: (context) => adapter.probePrimary(context),
+      intervalMs,
+      clock: adapter.simulator.clock,
+    });
+  }
+
   override start(): void {
     if (this.loop) return;
     const loop = new AbortController();

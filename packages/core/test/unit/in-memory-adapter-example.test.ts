@@ -74,3 +74,16 @@ describe('the shadow mode example', () => {
     expect(report.pending).toBe(0);
   });
 });
+
+describe('the lease example', () => {
+  it('a write lease then a read lease: primary first, a replica once it has the write', async () => {
+    const { runLeaseExample } = await import('../../examples/leases.js');
+    const result = await runLeaseExample();
+    expect(result.first).toBe('primary');
+    expect(result.rows).toEqual(['order 1']);
+    expect(result.misuse).toBe('TIDEMARK_LEASE_RELEASED');
+    expect(result.token).toMatch(/^tm1/);
+    expect(result.next).toBe('r2');
+    expect(result.again).toEqual(['order 1']);
+  });
+});

@@ -6,9 +6,11 @@ import {
   adapterFor,
   eventually,
   flavourOf,
+  hasItem,
   type LooseAdapter,
   mysqlTargets,
-  startMysqlCluster,
+  setApplyDelay,
+  startItemsCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -24,32 +26,13 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
   let router: Router<any, PoolConnection>;
   let nextId = 1;
 
-  const hasRow = async (c: PoolConnection, id: number) => {
-    const [result] = (await c.query('SELECT 1 FROM items WHERE id = ?', [id])) as unknown as [
-      unknown[],
-    ];
-    return result.length === 1;
-  };
+  const hasRow = hasItem;
 
-  /** Delay the applier of every replica (a replica that is slow, not stopped). */
-  const setDelay = async (seconds: number) => {
-    // MySQL needs only the applier stopped to change the delay; MariaDB both threads.
-    for (const name of replicas) {
-      await cluster.exec(name, mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE');
-      await cluster.exec(
-        name,
-        mysqlFlavour
-          ? `CHANGE REPLICATION SOURCE TO SOURCE_DELAY = ${seconds}`
-          : `CHANGE MASTER TO MASTER_DELAY = ${seconds}`,
-      );
-      await cluster.exec(name, mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE');
-    }
-  };
+  const setDelay = (seconds: number) => setApplyDelay(cluster, target, seconds);
 
   beforeAll(async () => {
-    cluster = await startMysqlCluster(target, 2);
+    cluster = await startItemsCluster(target);
     replicas = cluster.replicas().map((node) => node.name);
-    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
     adapter = adapterFor(cluster, target);
     await waitForReplicasToCatchUp(cluster, adapter);
     router = new Router({

@@ -1,5 +1,5 @@
 import { type Cluster, startCluster } from '@tidemark/test-clusters';
-import mysql, { type Connection, type RowDataPacket } from 'mysql2/promise';
+import mysql, { type Connection, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
 import {
   createMysqlAdapter,
   type GtidSet,
@@ -43,6 +43,21 @@ export function flavourOf(target: MysqlTarget): 'mysql' | 'mariadb' {
 
 export async function startMysqlCluster(target: MysqlTarget, replicas = 2): Promise<Cluster> {
   return startCluster(target, { replicas });
+}
+
+/** A cluster whose primary has an empty `items (id int PRIMARY KEY)` table. */
+export async function startItemsCluster(target: MysqlTarget, replicas = 2): Promise<Cluster> {
+  const cluster = await startMysqlCluster(target, replicas);
+  await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+  return cluster;
+}
+
+/** Whether `items` shows row `id` on this connection. */
+export async function hasItem(connection: PoolConnection, id: number): Promise<boolean> {
+  const [result] = (await connection.query('SELECT 1 FROM items WHERE id = ?', [
+    id,
+  ])) as unknown as [unknown[]];
+  return result.length === 1;
 }
 
 /** Either adapter, typed loosely enough for tests that run against both flavours. */
@@ -143,4 +158,28 @@ export function dialect(target: MysqlTarget) {
     startApplier: mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE SQL_THREAD',
     positionVariable: mysqlFlavour ? '@@global.gtid_executed' : '@@global.gtid_current_pos',
   };
+}
+
+/**
+ * Delay the applier of every replica of `cluster` by `seconds` (a replica that is slow, not
+ * stopped); 0 removes the delay. MariaDB counts the delay from the event's timestamp, which has
+ * whole seconds, so its waits run up to a second longer than the delay.
+ */
+export async function setApplyDelay(
+  cluster: Cluster,
+  target: MysqlTarget,
+  seconds: number,
+): Promise<void> {
+  const mysqlFlavour = flavourOf(target) === 'mysql';
+  // MySQL needs only the applier stopped to change the delay; MariaDB both threads.
+  for (const node of cluster.replicas()) {
+    await cluster.exec(node.name, mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE');
+    await cluster.exec(
+      node.name,
+      mysqlFlavour
+        ? `CHANGE REPLICATION SOURCE TO SOURCE_DELAY = ${seconds}`
+        : `CHANGE MASTER TO MASTER_DELAY = ${seconds}`,
+    );
+    await cluster.exec(node.name, mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE');
+  }
 }

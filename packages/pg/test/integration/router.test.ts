@@ -6,9 +6,10 @@ import type { PgPosition } from '../../src/index.js';
 import {
   adapterFor,
   eventually,
+  hasItem,
   majorOf,
   pgTargets,
-  startPgCluster,
+  startItemsCluster,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -21,14 +22,11 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
   let router: Router<PgPosition, pg.PoolClient>;
   let nextId = 1;
 
-  const hasRow = async (c: pg.PoolClient, id: number) =>
-    ((await c.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount ?? 0) === 1;
+  const hasRow = hasItem;
 
   beforeAll(async () => {
-    cluster = await startPgCluster(target, 2);
+    cluster = await startItemsCluster(target);
     replicas = cluster.replicas().map((node) => node.name);
-    await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
-    await waitForReplicasToCatchUp(cluster);
     router = new Router({
       adapter: adapterFor(cluster),
       cluster: 'main',

@@ -29,6 +29,19 @@ export async function startPgCluster(target: string, replicas = 2): Promise<Clus
   return startCluster(target, { replicas });
 }
 
+/** A cluster whose primary has an empty `items (id int PRIMARY KEY)` table, replicated. */
+export async function startItemsCluster(target: string, replicas = 2): Promise<Cluster> {
+  const cluster = await startPgCluster(target, replicas);
+  await cluster.exec(cluster.primary().name, 'CREATE TABLE items (id int PRIMARY KEY)');
+  await waitForReplicasToCatchUp(cluster);
+  return cluster;
+}
+
+/** Whether `items` shows row `id` on this connection. */
+export async function hasItem(client: pg.ClientBase, id: number): Promise<boolean> {
+  return ((await client.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount ?? 0) === 1;
+}
+
 export function adapterFor(cluster: Cluster, options: Partial<PgAdapterOptions> = {}): PgAdapter {
   return createPgAdapter({
     primary: cluster.primary().url,
