@@ -1,4 +1,5 @@
 import { type Adapter, PRIMARY, type PrimaryVerdict, type WriteOptions } from './adapter.js';
+import { CatchUpWatchers } from './catch-up.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConcurrencyLimit } from './concurrency-limit.js';
 import {
@@ -251,6 +252,8 @@ export class Router<P, C> {
   private readonly clock: Clock;
   private readonly selection: SelectionPolicy;
   private readonly boundedWait: BoundedWait<P>;
+  /** One watcher per replica, shared by every read waiting on it (and by shadow predictions). */
+  private readonly catchUp: CatchUpWatchers<P>;
   /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
   private readonly bucket: TokenBucket | undefined;
   private readonly fallbackLimit: ConcurrencyLimit | undefined;
@@ -339,6 +342,13 @@ export class Router<P, C> {
         coveredNeedsVerdict: this.adapter.coveredNeedsVerdict,
         clock: this.clock,
       });
+    this.catchUp = new CatchUpWatchers<P>({
+      adapter: this.adapter,
+      codec: this.adapter.codec,
+      monitor: this.monitor,
+      clock: this.clock,
+      pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
+    });
     this.boundedWait = new BoundedWait<P>({
       adapter: this.adapter,
       codec: this.adapter.codec,
@@ -347,7 +357,7 @@ export class Router<P, C> {
       selection: this.selection,
       load: this.load,
       budget: waitBudget(options.wait),
-      pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
+      watchers: this.catchUp,
       onWait: (report) => {
         this.counters.recordWait(report.waitedMs, report.reached);
         if (this.events.has('wait')) this.events.emit('wait', { cluster: this.cluster, ...report });
@@ -791,10 +801,11 @@ export class Router<P, C> {
     return this.counters.snapshot();
   }
 
-  /** Stop the monitor and close the adapter. */
+  /** Stop the catch-up watchers and the monitor, and close the adapter. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.catchUp.close();
     await this.monitor.close();
     await this.adapter.close();
   }
