@@ -184,7 +184,11 @@ export class CatchUpWatchers<P> {
   settle(waiter: Waiter<P>, replica: string | undefined, by: CatchUp['by']): void {
     if (waiter.done) return;
     waiter.done = true;
-    for (const watcher of waiter.watchers) watcher.remove(waiter);
+    for (const watcher of waiter.watchers) {
+      // A server-side wait in flight for it counts, even if another candidate answered first.
+      if (watcher.waitingOnServer) waiter.serverSide = true;
+      watcher.remove(waiter);
+    }
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
     waiter.resolve({ replica, by, serverSide: waiter.serverSide });
   }
@@ -239,7 +243,11 @@ class Watcher<P> {
     ) {
       // The wait in flight would answer this read too late: plan again.
       this.wake();
-    } else if (wait) waiter.serverSide = true;
+    }
+  }
+
+  get waitingOnServer(): boolean {
+    return this.serverWait !== undefined;
   }
 
   remove(waiter: Waiter<P>): void {
