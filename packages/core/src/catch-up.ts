@@ -209,8 +209,19 @@ class Watcher<P> {
   private serverSideWanted = 0;
   /** This run found that the replica cannot wait server-side (unsupported, failed). */
   private probesOnly = false;
-  /** Wakes the loop from its sleep or cancels its server-side wait. */
-  private interrupt: AbortController | undefined;
+  /**
+   * Wakes the loop from its sleep or cancels its server-side wait. Kept across rounds and
+   * replaced only once used: an abort is not free (it builds a DOMException), and the loop may
+   * go round a thousand times a second.
+   */
+  private interrupt = new AbortController();
+  /**
+   * Bounds the wait for a probe: resolves at `at`, no later than the earliest deadline. Shared
+   * by the rounds until then (a guard that fires early only ends one round's wait for its probe;
+   * the next round shares the probe still in flight).
+   */
+  private guard: { readonly at: number; readonly promise: Promise<void> } | undefined;
+  private guardStop: AbortController | undefined;
   /** The server-side wait in flight: its position and when it times out. */
   private serverWait: { readonly target: P; readonly until: number } | undefined;
   private earliestDeadline = Number.POSITIVE_INFINITY;
@@ -257,7 +268,36 @@ class Watcher<P> {
   }
 
   wake(): void {
-    this.interrupt?.abort();
+    this.interrupt.abort();
+  }
+
+  private interruptSignal(): AbortSignal {
+    if (this.interrupt.signal.aborted) this.interrupt = new AbortController();
+    return this.interrupt.signal;
+  }
+
+  /** Resolves at the earliest deadline (or a little before it). */
+  private deadlineGuard(): Promise<void> {
+    const { clock } = this.owner.options;
+    const at = this.earliestDeadline;
+    const guard = this.guard;
+    if (guard && guard.at <= at) return guard.promise;
+    this.stopGuard();
+    const stop = new AbortController();
+    const promise = backgroundSleep(clock, at - clock.now(), stop.signal).then(() => {
+      if (this.guard?.promise !== promise) return;
+      this.guard = undefined;
+      this.guardStop = undefined;
+    });
+    this.guard = { at, promise };
+    this.guardStop = stop;
+    return promise;
+  }
+
+  private stopGuard(): void {
+    this.guardStop?.abort();
+    this.guardStop = undefined;
+    this.guard = undefined;
   }
 
   private async loop(): Promise<void> {
@@ -269,6 +309,8 @@ class Watcher<P> {
         else await this.probeRound();
       }
     } finally {
+      this.stopGuard();
+      this.earliestDeadline = Number.POSITIVE_INFINITY;
       this.running = false;
       this.scanned = undefined;
     }
@@ -292,21 +334,19 @@ class Watcher<P> {
     const waitFor = adapter.waitFor!;
     const target = this.lowest();
     const until = this.earliestDeadline;
-    const interrupt = new AbortController();
-    this.interrupt = interrupt;
+    const signal = this.interruptSignal();
     this.serverWait = { target, until };
     let outcome: Awaited<ReturnType<typeof waitFor>>;
     try {
-      outcome = await waitFor(this.id, target, until - clock.now(), { signal: interrupt.signal });
+      outcome = await waitFor(this.id, target, until - clock.now(), { signal });
     } catch (error) {
-      if (!interrupt.signal.aborted) {
+      if (!signal.aborted) {
         monitor.reportFailure(this.id, error);
         // Probes for the rest of this run; they tell when the replica answers again.
         this.probesOnly = true;
       }
       return;
     } finally {
-      this.interrupt = undefined;
       this.serverWait = undefined;
     }
     if (outcome.outcome === 'unsupported') {
@@ -329,14 +369,9 @@ class Watcher<P> {
     const { clock, monitor, codec, pollIntervalMs } = this.owner.options;
     // A slow probe must not keep a read past its deadline: stop listening at the earliest one.
     const probe = monitor.refresh(this.id).catch(() => undefined);
-    if (Number.isFinite(this.earliestDeadline)) {
-      const bound = new AbortController();
-      await Promise.race([
-        probe,
-        backgroundSleep(clock, this.earliestDeadline - clock.now(), bound.signal),
-      ]);
-      bound.abort();
-    } else await probe;
+    await (Number.isFinite(this.earliestDeadline)
+      ? Promise.race([probe, this.deadlineGuard()])
+      : probe);
     const state = monitor.state(this.id);
     const applied = state?.reachable ? state.applied : undefined;
     if (
@@ -356,10 +391,7 @@ class Watcher<P> {
 
   /** Sleep, unless woken: a waiter that needs a new plan, the last one leaving, close. */
   private async pause(ms: number): Promise<void> {
-    const interrupt = new AbortController();
-    this.interrupt = interrupt;
-    await backgroundSleep(this.owner.options.clock, ms, interrupt.signal);
-    if (this.interrupt === interrupt) this.interrupt = undefined;
+    await backgroundSleep(this.owner.options.clock, ms, this.interruptSignal());
   }
 
   private settleCovered(applied: P, by: 'probe' | 'server-side'): void {
@@ -374,6 +406,9 @@ class Watcher<P> {
   /** Let waiters past their deadline go; note the earliest deadline left. */
   private expire(): void {
     const now = this.owner.options.clock.now();
+    // Nobody is due before the earliest deadline noted (waiters that left since only make it
+    // early, which costs one scan).
+    if (now < this.earliestDeadline) return;
     let earliest = Number.POSITIVE_INFINITY;
     for (const waiter of this.waiters) {
       if (waiter.reachedOn !== undefined) continue;
