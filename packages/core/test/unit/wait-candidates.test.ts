@@ -14,7 +14,7 @@ import {
   ReplicationSimulator,
   type SimConnection,
   SimulatedAdapter,
-  SimulatedPollingMonitor,
+  simulatedMonitor,
 } from '../support/simulator.js';
 import { FakeClock } from './helpers/fake-clock.js';
 import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
@@ -196,14 +196,8 @@ describe('one watcher per replica, not one probe loop per read', () => {
       const router = new Router<CounterPosition, SimConnection>({
         adapter,
         clock,
-        monitor: new SimulatedPollingMonitor<CounterPosition>({
-          codec: adapter.codec,
-          replicas: adapter.replicas,
-          probe: (id, context) => adapter.probe(id, context),
-          probePrimary: (context) => adapter.probePrimary(context),
-          clock,
-          intervalMs: 3_600_000,
-        }),
+        // Background polling out of the way: the only probes are the watchers'.
+        monitor: simulatedMonitor(adapter, 3_600_000),
       });
       const targets = await simulator.run(async () => {
         await router.ready();
