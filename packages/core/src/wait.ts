@@ -11,7 +11,10 @@ export interface WaitReport {
   readonly replica: string;
   readonly waitedMs: number;
   readonly reached: boolean;
-  /** True when the adapter waited on the server (not polling probes). */
+  /**
+   * True when a server-side wait ran for the read (another candidate, watched through probes, may
+   * still have caught up first); false when it was watched through probes only.
+   */
   readonly serverSide: boolean;
 }
 
