@@ -130,20 +130,6 @@ export class CatchUpWatchers<P> {
     });
   }
 
-  /** Watchers whose loop is running (someone waits on their replica). */
-  get running(): number {
-    let count = 0;
-    for (const watcher of this.watchers.values()) if (watcher.running) count++;
-    return count;
-  }
-
-  /** Reads waiting right now. */
-  get waiting(): number {
-    const all = new Set<Waiter<P>>();
-    for (const watcher of this.watchers.values()) for (const w of watcher.waiters) all.add(w);
-    return all.size;
-  }
-
   get isClosed(): boolean {
     return this.closed;
   }
