@@ -8,15 +8,40 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => performance.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const timer = setTimeout(done, Math.max(0, ms));
-      signal?.addEventListener('abort', done, { once: true });
-      function done() {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
-        resolve();
-      }
-    }),
+  sleep: (ms, signal) => timerSleep(ms, signal, false),
 };
+
+/**
+ * A sleep of background work (the catch-up watchers' probe loops) that must not keep the process
+ * alive on its own: an unref'd timer on the system clock. Any other clock (the virtual clocks of
+ * tests and simulations) sleeps as usual, so background loops run on virtual time there.
+ */
+export function backgroundSleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return clock === systemClock ? timerSleep(ms, signal, true) : clock.sleep(ms, signal);
+}
+
+/**
+ * Resolves once what is already due on `clock` has run: the next macrotask on the system clock,
+ * a zero sleep (queued behind the sleepers due at the same instant) on any other clock.
+ */
+export function afterDue(clock: Clock): Promise<void> {
+  if (clock !== systemClock) return clock.sleep(0);
+  return new Promise<void>((resolve) => {
+    if (typeof setImmediate === 'function') setImmediate(resolve);
+    else setTimeout(resolve, 0);
+  });
+}
+
+function timerSleep(ms: number, signal: AbortSignal | undefined, unref: boolean): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal?.aborted) return resolve();
+    const timer = setTimeout(done, Math.max(0, ms));
+    if (unref) (timer as { unref?: () => void }).unref?.();
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}

@@ -7,6 +7,7 @@ import {
   type WriteOptions,
   type WriteOutcome,
 } from './adapter.js';
+import { CatchUpWatchers } from './catch-up.js';
 import { type Clock, systemClock } from './clock.js';
 import { ConcurrencyLimit, DEFAULT_ADAPTIVE_LIMIT } from './concurrency-limit.js';
 import {
@@ -315,6 +316,8 @@ export class Router<P, C> {
   private readonly clock: Clock;
   private readonly selection: SelectionPolicy;
   private readonly boundedWait: BoundedWait<P>;
+  /** One watcher per replica, shared by every read waiting on it (and by shadow predictions). */
+  private readonly catchUp: CatchUpWatchers<P>;
   /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
   private readonly bucket: TokenBucket | undefined;
   private readonly fallbackLimit: ConcurrencyLimit | undefined;
@@ -422,6 +425,13 @@ export class Router<P, C> {
           clock: this.clock,
         });
     this.monitor = options.monitor ?? (polling as PollingMonitor<P>);
+    this.catchUp = new CatchUpWatchers<P>({
+      adapter: this.adapter,
+      codec: this.adapter.codec,
+      monitor: this.monitor,
+      clock: this.clock,
+      pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
+    });
     this.boundedWait = new BoundedWait<P>({
       adapter: this.adapter,
       codec: this.adapter.codec,
@@ -430,7 +440,7 @@ export class Router<P, C> {
       selection: this.selection,
       load: this.load,
       budget: waitBudget(options.wait),
-      pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
+      watchers: this.catchUp,
       onWait: (report) => {
         this.counters.recordWait(report.waitedMs, report.reached);
         if (this.events.has('wait')) this.events.emit('wait', { cluster: this.cluster, ...report });
@@ -1105,12 +1115,13 @@ export class Router<P, C> {
     };
   }
 
-  /** Revoke outstanding leases, stop the monitor and close the adapter. */
+  /** Revoke outstanding leases, stop the catch-up watchers and the monitor, close the adapter. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     // Outstanding leases first: their connections go back before the adapter's pools end.
     await Promise.all([...this.leases].map((lease) => lease.revoke('closed')));
+    this.catchUp.close();
     await this.sharedView?.close();
     await this.monitor.close();
     await this.adapter.close();

@@ -1,4 +1,5 @@
 import type { Adapter } from './adapter.js';
+import type { CatchUpWatchers } from './catch-up.js';
 import type { Clock } from './clock.js';
 import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import type { ReplicaLoad, SelectionPolicy } from './selection.js';
@@ -10,7 +11,10 @@ export interface WaitReport {
   readonly replica: string;
   readonly waitedMs: number;
   readonly reached: boolean;
-  /** True when the adapter waited on the server (not polling probes). */
+  /**
+   * True when a server-side wait ran for the read (another candidate, watched through probes, may
+   * still have caught up first); false when it was watched through probes only.
+   */
   readonly serverSide: boolean;
 }
 
@@ -27,20 +31,22 @@ export interface BoundedWaitOptions<P> {
   readonly load: ReplicaLoad;
   /** Total time one read may wait: a constant, or learned (`AutoBudget`). */
   readonly budget: WaitBudget;
-  /** Pause between probe rounds when polling. */
-  readonly pollIntervalMs: number;
+  /** The router's shared per-replica watchers (probes or server-side waits). */
+  readonly watchers: CatchUpWatchers<P>;
   readonly onWait: (report: WaitReport) => void;
 }
 
 /**
  * The "wait budget left" rung of the decision ladder (decide.ts): wait for one of the replicas
- * that are behind the session to apply its position, within one budget per read, server-side
- * when the adapter can, else by polling the monitor's (shared) probes.
+ * that are behind the session to apply its position, within one budget per read. The read waits
+ * on every candidate at once through the router's shared watchers (catch-up.ts), one per replica
+ * however many reads wait: a server-side wait on the least lagged candidate while few reads wait
+ * on it, probes otherwise and on the other candidates. The first candidate to get there serves.
  */
 export class BoundedWait<P> {
   constructor(private readonly options: BoundedWaitOptions<P>) {}
 
-  /** The same wait (budget, probes, selection) reporting to `onWait` instead. */
+  /** The same wait (budget, watchers, selection) reporting to `onWait` instead. */
   withReport(onWait: (report: WaitReport) => void): BoundedWait<P> {
     return new BoundedWait({ ...this.options, onWait });
   }
@@ -65,103 +71,55 @@ export class BoundedWait<P> {
     const budgetMs = this.options.budget.next(ids);
     // A learned budget of 0: waiting has not paid for these replicas lately (see AutoBudget).
     if (budgetMs <= 0) return undefined;
-    const deadline = started + budgetMs;
     const waitStarted = clock.now();
-    let serverSide = false;
-    let reached: string | undefined;
-    if (adapter.waitFor) {
+    const caughtUp = await this.options.watchers.wait({
+      required,
+      replicas: ids,
       // The least lagged, deterministically: spreading server-side waits at random among equally
       // lagged replicas hands the whole budget to a stalled one half of the time (a replica whose
       // replay stopped after the last sample looks exactly like a caught-up one).
-      const best = candidates[0]!;
-      const result = await this.serverSide(best.id, required, deadline, signal);
-      serverSide = result !== 'unsupported';
-      if (result === 'reached') reached = best.id;
+      serverSideOn: adapter.waitFor ? ids[0] : undefined,
+      deadline: started + budgetMs,
+      signal,
+    });
+    let reached = caughtUp.replica;
+    if (reached !== undefined && caughtUp.by === 'probe' && candidates.length > 1) {
+      reached = this.spread(required, candidates, reached, affinityKey);
     }
-    reached ??= await this.poll(required, candidates, deadline, signal, affinityKey);
     const waitedMs = clock.now() - waitStarted;
     if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs });
     this.options.onWait({
-      replica: reached ?? candidates[0]!.id,
+      replica: reached ?? ids[0]!,
       waitedMs,
       reached: reached !== undefined,
-      serverSide,
+      serverSide: caughtUp.serverSide,
     });
     return reached;
   }
 
-  private async serverSide(
-    id: string,
-    required: P,
-    deadline: number,
-    signal: AbortSignal | undefined,
-  ): Promise<'reached' | 'not-reached' | 'unsupported'> {
-    const { clock, adapter, monitor } = this.options;
-    const remaining = deadline - clock.now();
-    if (remaining <= 0 || !adapter.waitFor) return 'not-reached';
-    const controller = new AbortController();
-    if (signal?.aborted) controller.abort();
-    const abortLinked = () => controller.abort();
-    signal?.addEventListener('abort', abortLinked, { once: true });
-    try {
-      const result = await adapter.waitFor(id, required, remaining, {
-        signal: controller.signal,
-      });
-      if (result.outcome === 'reached') {
-        monitor.observe(id, result.applied ?? required);
-        return 'reached';
-      }
-      return result.outcome === 'unsupported' ? 'unsupported' : 'not-reached';
-    } catch (error) {
-      monitor.reportFailure(id, error);
-      return 'not-reached';
-    } finally {
-      // A long-lived caller signal must not collect one listener per waited read.
-      signal?.removeEventListener('abort', abortLinked);
-    }
-  }
-
-  /** Probe the candidates until one covers the position or the budget runs out. */
-  private async poll(
+  /**
+   * Several candidates probed at the same moment caught up: the selection policy spreads them,
+   * as it does for reads that needed no wait.
+   */
+  private spread(
     required: P,
     candidates: ReadonlyArray<ReplicaState<P>>,
-    deadline: number,
-    signal: AbortSignal | undefined,
+    reached: string,
     affinityKey: string | undefined,
-  ): Promise<string | undefined> {
-    const { clock, codec, monitor } = this.options;
-    const ids = candidates.map((c) => c.id);
-    while (clock.now() < deadline && !signal?.aborted) {
-      // A slow probe must not stretch the budget: stop listening at the deadline.
-      const bound = new AbortController();
-      await Promise.race([
-        Promise.all(ids.map((id) => monitor.refresh(id))),
-        clock.sleep(deadline - clock.now(), bound.signal),
-      ]);
-      bound.abort();
-      let covered: ReplicaState<P>[] | undefined;
-      for (const id of ids) {
-        const state = monitor.state(id);
-        if (
-          state?.reachable &&
-          state.applied !== undefined &&
-          codec.compare(state.applied, required) === 'covered'
-        ) {
-          covered ??= [];
-          covered.push(state);
-        }
+  ): string {
+    const { codec, monitor } = this.options;
+    const covered: ReplicaState<P>[] = [];
+    for (const candidate of candidates) {
+      const state = monitor.state(candidate.id);
+      if (
+        state?.reachable &&
+        state.applied !== undefined &&
+        codec.compare(state.applied, required) === 'covered'
+      ) {
+        covered.push(state);
       }
-      if (covered) {
-        // Several caught up in the same round: the selection policy spreads them, as it does
-        // for reads that needed no wait.
-        return covered.length === 1
-          ? covered[0]!.id
-          : this.options.selection.select(covered, affinityKey, this.options.load).id;
-      }
-      const remaining = deadline - clock.now();
-      if (remaining <= 0) break;
-      await clock.sleep(Math.min(this.options.pollIntervalMs, remaining), signal);
     }
-    return undefined;
+    if (covered.length < 2) return reached;
+    return this.options.selection.select(covered, affinityKey, this.options.load).id;
   }
 }

@@ -712,3 +712,18 @@ export class SimulatedPollingMonitor<P> extends PollingMonitor<P> {
     await super.close();
   }
 }
+
+/** A {@link SimulatedPollingMonitor} over the adapter's probes, on the simulator's clock. */
+export function simulatedMonitor(
+  adapter: SimulatedAdapter,
+  intervalMs?: number,
+): SimulatedPollingMonitor<CounterPosition> {
+  return new SimulatedPollingMonitor<CounterPosition>({
+    codec: adapter.codec,
+    replicas: adapter.replicas,
+    probe: (id, context) => adapter.probe(id, context),
+    probePrimary: (context) => adapter.probePrimary(context),
+    clock: adapter.simulator.clock,
+    ...(intervalMs === undefined ? {} : { intervalMs }),
+  });
+}

@@ -1,0 +1,418 @@
+import type { Adapter } from './adapter.js';
+import { afterDue, backgroundSleep, type Clock } from './clock.js';
+import type { ReplicaMonitor } from './monitor/types.js';
+import type { PositionCodec } from './position.js';
+
+/**
+ * A watcher waits on the server only while fewer reads than this wait on its replica; from this
+ * many on it probes. A server-side wait (WAIT FOR LSN, WAIT_FOR_EXECUTED_GTID_SET,
+ * MASTER_GTID_WAIT) is for one position: the watcher waits for the lowest one, wakes the reads it
+ * covers the moment the replica applies it, and sends the next wait, one round trip per distinct
+ * position, plus a cancel whenever a read with a lower position or an earlier deadline arrives.
+ * A probe costs one round trip per interval (1 ms by default) however many reads wait, and
+ * answers all of them. With reads arriving at distinct positions, 16 waiters means up to 16
+ * re-arms and cancels per catch-up on one connection, where the probe loop sends a flat ~1 per
+ * millisecond; below it the exact wake-up of the server-side wait is worth its round trips. 16 is
+ * also the router's default fallback concurrency, the number of connections it already budgets
+ * for a burst of reads that did not find a caught-up replica.
+ */
+export const SERVER_SIDE_MAX_WAITERS = 16;
+
+export interface CatchUpWatchersOptions<P> {
+  /** Read at call time: an adapter may learn only from its probes that its servers can wait. */
+  readonly adapter: Pick<Adapter<P, unknown>, 'waitFor'>;
+  readonly codec: PositionCodec<P>;
+  readonly monitor: ReplicaMonitor<P>;
+  readonly clock: Clock;
+  /** Pause between two probes of one replica while reads wait on it. */
+  readonly pollIntervalMs: number;
+  /** See {@link SERVER_SIDE_MAX_WAITERS}. */
+  readonly serverSideMaxWaiters?: number;
+}
+
+/** One read waiting for `required` on any of `replicas`. */
+export interface CatchUpRequest<P> {
+  readonly required: P;
+  /** Candidate replicas, best first. */
+  readonly replicas: readonly string[];
+  /**
+   * The candidate on which this read asks for a server-side wait (the least lagged); the others
+   * are watched through probes. Undefined: probes only.
+   */
+  readonly serverSideOn: string | undefined;
+  /** Clock time at which the read stops waiting. */
+  readonly deadline: number;
+  readonly signal?: AbortSignal | undefined;
+}
+
+export interface CatchUp {
+  /** The first candidate seen to apply the position, or undefined (deadline, abort, close). */
+  readonly replica: string | undefined;
+  /**
+   * How it was seen. `probe`: other candidates probed at the same moment may cover the position
+   * too (the caller may spread the read among them); `server-side`: this replica's own wait.
+   */
+  readonly by: 'probe' | 'server-side' | undefined;
+  /** Whether a server-side wait ran on the read's behalf. */
+  readonly serverSide: boolean;
+}
+
+/** @internal One waiting read, registered with the watcher of each of its candidates. */
+export interface Waiter<P> {
+  readonly required: P;
+  readonly deadline: number;
+  readonly serverSideOn: string | undefined;
+  readonly watchers: Watcher<P>[];
+  readonly signal: AbortSignal | undefined;
+  readonly onAbort: () => void;
+  readonly resolve: (catchUp: CatchUp) => void;
+  serverSide: boolean;
+  /** Found by a probe; settled with the next flush (see `CatchUpWatchers.flush`). */
+  reachedOn: string | undefined;
+  done: boolean;
+}
+
+const NOT_REACHED = { replica: undefined, by: undefined } as const;
+
+/**
+ * Shared catch-up watchers, one per replica. Reads that wait for a replica to apply their
+ * position register with the watcher of every candidate replica; each watcher runs one loop for
+ * all of its waiters (one probe per interval, or one server-side wait), only while someone
+ * waits, and wakes every waiter its replica now covers. A read is answered by whichever of its
+ * candidates gets there first, or gives up at its deadline (checked by the loops themselves: no
+ * timer per read). Probes go through the monitor, so they also refresh its view for routing.
+ */
+export class CatchUpWatchers<P> {
+  private readonly watchers = new Map<string, Watcher<P>>();
+  private readonly maxServerSide: number;
+  private reachedByProbe: Waiter<P>[] = [];
+  private flushQueued = false;
+  private closed = false;
+
+  constructor(readonly options: CatchUpWatchersOptions<P>) {
+    this.maxServerSide = options.serverSideMaxWaiters ?? SERVER_SIDE_MAX_WAITERS;
+  }
+
+  /** Resolves once a candidate applied the position, or at the deadline / abort / close. */
+  wait(request: CatchUpRequest<P>): Promise<CatchUp> {
+    const { signal } = request;
+    if (
+      this.closed ||
+      signal?.aborted ||
+      request.replicas.length === 0 ||
+      request.deadline <= this.options.clock.now()
+    ) {
+      return Promise.resolve({ ...NOT_REACHED, serverSide: false });
+    }
+    return new Promise<CatchUp>((resolve) => {
+      const waiter: Waiter<P> = {
+        required: request.required,
+        deadline: request.deadline,
+        serverSideOn: request.serverSideOn,
+        watchers: [],
+        signal,
+        onAbort: () => this.settle(waiter, undefined, undefined),
+        resolve,
+        serverSide: false,
+        reachedOn: undefined,
+        done: false,
+      };
+      signal?.addEventListener('abort', waiter.onAbort, { once: true });
+      for (const id of request.replicas) {
+        let watcher = this.watchers.get(id);
+        if (!watcher) {
+          watcher = new Watcher(id, this);
+          this.watchers.set(id, watcher);
+        }
+        waiter.watchers.push(watcher);
+        watcher.add(waiter);
+      }
+    });
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get serverSideMaxWaiters(): number {
+    return this.maxServerSide;
+  }
+
+  /** Stop every watcher; waiting reads resolve as not reached. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const watcher of this.watchers.values()) {
+      for (const waiter of watcher.waiters) this.settle(waiter, undefined, undefined);
+      watcher.wake();
+    }
+  }
+
+  /** @internal A watcher saw `waiter` covered on its replica. */
+  reached(waiter: Waiter<P>, replica: string, by: 'probe' | 'server-side'): void {
+    if (waiter.done) return;
+    if (by === 'server-side') {
+      this.settle(waiter, replica, by);
+      return;
+    }
+    // Settled once what is due now has run, so that candidates probed at the same moment have
+    // answered too and the caller's selection policy can spread the reads among them.
+    if (waiter.reachedOn !== undefined) return;
+    waiter.reachedOn = replica;
+    this.reachedByProbe.push(waiter);
+    if (!this.flushQueued) {
+      this.flushQueued = true;
+      void afterDue(this.options.clock).then(() => this.flush());
+    }
+  }
+
+  /** @internal */
+  settle(waiter: Waiter<P>, replica: string | undefined, by: CatchUp['by']): void {
+    if (waiter.done) return;
+    waiter.done = true;
+    for (const watcher of waiter.watchers) {
+      // A server-side wait in flight for it counts, even if another candidate answered first.
+      if (watcher.waitingOnServer) waiter.serverSide = true;
+      watcher.remove(waiter);
+    }
+    waiter.signal?.removeEventListener('abort', waiter.onAbort);
+    waiter.resolve({ replica, by, serverSide: waiter.serverSide });
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    const batch = this.reachedByProbe;
+    this.reachedByProbe = [];
+    for (const waiter of batch) this.settle(waiter, waiter.reachedOn, 'probe');
+  }
+}
+
+/** The loop of one replica: probes, or one server-side wait, for all reads waiting on it. */
+class Watcher<P> {
+  readonly waiters = new Set<Waiter<P>>();
+  running = false;
+  /** Waiters that asked for a server-side wait on this replica. */
+  private serverSideWanted = 0;
+  /** This run found that the replica cannot wait server-side (unsupported, failed). */
+  private probesOnly = false;
+  /**
+   * Wakes the loop from its sleep or cancels its server-side wait. Kept across rounds and
+   * replaced only once used: an abort is not free (it builds a DOMException), and the loop may
+   * go round a thousand times a second.
+   */
+  private interrupt = new AbortController();
+  /**
+   * Bounds the wait for a probe: resolves at `at`, no later than the earliest deadline. Shared
+   * by the rounds until then (a guard that fires early only ends one round's wait for its probe;
+   * the next round shares the probe still in flight).
+   */
+  private guard: { readonly at: number; readonly promise: Promise<void> } | undefined;
+  private guardStop: AbortController | undefined;
+  /** The server-side wait in flight: its position and when it times out. */
+  private serverWait: { readonly target: P; readonly until: number } | undefined;
+  private earliestDeadline = Number.POSITIVE_INFINITY;
+  /** Applied position at the last scan, and whether waiters joined since. */
+  private scanned: P | undefined;
+  private joined = false;
+
+  constructor(
+    readonly id: string,
+    private readonly owner: CatchUpWatchers<P>,
+  ) {}
+
+  add(waiter: Waiter<P>): void {
+    this.waiters.add(waiter);
+    if (waiter.serverSideOn === this.id) this.serverSideWanted++;
+    this.joined = true;
+    if (waiter.deadline < this.earliestDeadline) this.earliestDeadline = waiter.deadline;
+    if (!this.running) {
+      this.running = true;
+      this.probesOnly = false;
+      void this.loop();
+      return;
+    }
+    const wait = this.serverWait;
+    if (
+      wait &&
+      (this.waiters.size >= this.owner.serverSideMaxWaiters ||
+        waiter.deadline < wait.until ||
+        this.owner.options.codec.compare(waiter.required, wait.target) === 'behind')
+    ) {
+      // The wait in flight would answer this read too late: plan again.
+      this.wake();
+    }
+  }
+
+  get waitingOnServer(): boolean {
+    return this.serverWait !== undefined;
+  }
+
+  remove(waiter: Waiter<P>): void {
+    if (!this.waiters.delete(waiter)) return;
+    if (waiter.serverSideOn === this.id) this.serverSideWanted--;
+    if (this.waiters.size === 0) this.wake();
+  }
+
+  wake(): void {
+    this.interrupt.abort();
+  }
+
+  private interruptSignal(): AbortSignal {
+    if (this.interrupt.signal.aborted) this.interrupt = new AbortController();
+    return this.interrupt.signal;
+  }
+
+  /** Resolves at the earliest deadline (or a little before it). */
+  private deadlineGuard(): Promise<void> {
+    const { clock } = this.owner.options;
+    const at = this.earliestDeadline;
+    const guard = this.guard;
+    if (guard && guard.at <= at) return guard.promise;
+    this.stopGuard();
+    const stop = new AbortController();
+    const promise = backgroundSleep(clock, at - clock.now(), stop.signal).then(() => {
+      if (this.guard?.promise !== promise) return;
+      this.guard = undefined;
+      this.guardStop = undefined;
+    });
+    this.guard = { at, promise };
+    this.guardStop = stop;
+    return promise;
+  }
+
+  private stopGuard(): void {
+    this.guardStop?.abort();
+    this.guardStop = undefined;
+    this.guard = undefined;
+  }
+
+  private async loop(): Promise<void> {
+    try {
+      for (;;) {
+        this.expire();
+        if (this.waiters.size === 0 || this.owner.isClosed) return;
+        if (this.serverSideNow()) await this.serverSideRound();
+        else await this.probeRound();
+      }
+    } finally {
+      this.stopGuard();
+      this.earliestDeadline = Number.POSITIVE_INFINITY;
+      this.running = false;
+      this.scanned = undefined;
+    }
+  }
+
+  private serverSideNow(): boolean {
+    return (
+      // Not when every waiter left is reached and about to be settled: a probe then still shows
+      // whether this replica caught up at the same moment (see CatchUpWatchers.reached).
+      Number.isFinite(this.earliestDeadline) &&
+      !this.probesOnly &&
+      this.serverSideWanted > 0 &&
+      this.waiters.size < this.owner.serverSideMaxWaiters &&
+      this.owner.options.adapter.waitFor !== undefined
+    );
+  }
+
+  /** One server-side wait for the lowest position waited for, until the earliest deadline. */
+  private async serverSideRound(): Promise<void> {
+    const { adapter, clock, monitor } = this.owner.options;
+    const waitFor = adapter.waitFor!;
+    const target = this.lowest();
+    const until = this.earliestDeadline;
+    const signal = this.interruptSignal();
+    this.serverWait = { target, until };
+    let outcome: Awaited<ReturnType<typeof waitFor>>;
+    try {
+      outcome = await waitFor(this.id, target, until - clock.now(), { signal });
+    } catch (error) {
+      if (!signal.aborted) {
+        monitor.reportFailure(this.id, error);
+        // Probes for the rest of this run; they tell when the replica answers again.
+        this.probesOnly = true;
+      }
+      return;
+    } finally {
+      this.serverWait = undefined;
+    }
+    if (outcome.outcome === 'unsupported') {
+      this.probesOnly = true;
+      return;
+    }
+    for (const waiter of this.waiters) waiter.serverSide = true;
+    if (outcome.outcome === 'reached') {
+      const applied = outcome.applied ?? target;
+      monitor.observe(this.id, applied);
+      this.settleCovered(applied, 'server-side');
+    } else if (outcome.outcome === 'other-history') {
+      // Never covered here; probes keep the view current until the waiters go elsewhere.
+      this.probesOnly = true;
+    }
+  }
+
+  /** One probe through the monitor (shared with its own polling), then a pause. */
+  private async probeRound(): Promise<void> {
+    const { clock, monitor, codec, pollIntervalMs } = this.owner.options;
+    // A slow probe must not keep a read past its deadline: stop listening at the earliest one.
+    const probe = monitor.refresh(this.id).catch(() => undefined);
+    await (Number.isFinite(this.earliestDeadline)
+      ? Promise.race([probe, this.deadlineGuard()])
+      : probe);
+    const state = monitor.state(this.id);
+    const applied = state?.reachable ? state.applied : undefined;
+    if (
+      applied !== undefined &&
+      (this.joined ||
+        this.scanned === undefined ||
+        codec.compare(this.scanned, applied) !== 'covered')
+    ) {
+      this.joined = false;
+      this.scanned = applied;
+      this.settleCovered(applied, 'probe');
+    }
+    this.expire();
+    if (this.waiters.size === 0 || this.owner.isClosed) return;
+    await this.pause(Math.min(pollIntervalMs, this.earliestDeadline - clock.now()));
+  }
+
+  /** Sleep, unless woken: a waiter that needs a new plan, the last one leaving, close. */
+  private async pause(ms: number): Promise<void> {
+    await backgroundSleep(this.owner.options.clock, ms, this.interruptSignal());
+  }
+
+  private settleCovered(applied: P, by: 'probe' | 'server-side'): void {
+    const codec = this.owner.options.codec;
+    for (const waiter of this.waiters) {
+      if (waiter.reachedOn === undefined && codec.compare(applied, waiter.required) === 'covered') {
+        this.owner.reached(waiter, this.id, by);
+      }
+    }
+  }
+
+  /** Let waiters past their deadline go; note the earliest deadline left. */
+  private expire(): void {
+    const now = this.owner.options.clock.now();
+    // Nobody is due before the earliest deadline noted (waiters that left since only make it
+    // early, which costs one scan).
+    if (now < this.earliestDeadline) return;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const waiter of this.waiters) {
+      if (waiter.reachedOn !== undefined) continue;
+      if (waiter.deadline <= now) this.owner.settle(waiter, undefined, undefined);
+      else if (waiter.deadline < earliest) earliest = waiter.deadline;
+    }
+    this.earliestDeadline = earliest;
+  }
+
+  /** A lowest position waited for (a minimal one, where positions are only partly ordered). */
+  private lowest(): P {
+    const codec = this.owner.options.codec;
+    let lowest: P | undefined;
+    for (const waiter of this.waiters) {
+      if (lowest === undefined || codec.compare(lowest, waiter.required) === 'covered') {
+        lowest = waiter.required;
+      }
+    }
+    return lowest as P;
+  }
+}
