@@ -1,5 +1,5 @@
 import type { Adapter } from './adapter.js';
-import { afterDue, backgroundSleep, type Clock } from './clock.js';
+import { afterDue, type Clock } from './clock.js';
 import type { ReplicaMonitor } from './monitor/types.js';
 import type { PositionCodec } from './position.js';
 
@@ -270,7 +270,7 @@ class Watcher<P> {
     if (guard && guard.at <= at) return guard.promise;
     this.stopGuard();
     const stop = new AbortController();
-    const promise = backgroundSleep(clock, at - clock.now(), stop.signal).then(() => {
+    const promise = clock.sleep(at - clock.now(), stop.signal).then(() => {
       if (this.guard?.promise !== promise) return;
       this.guard = undefined;
       this.guardStop = undefined;
@@ -375,9 +375,13 @@ class Watcher<P> {
     await this.pause(Math.min(pollIntervalMs, this.earliestDeadline - clock.now()));
   }
 
-  /** Sleep, unless woken: a waiter that needs a new plan, the last one leaving, close. */
+  /**
+   * Sleep, unless woken: a waiter that needs a new plan, the last one leaving, close. A ref'd
+   * timer: a watcher runs only while reads wait on it, and a read in progress keeps the process
+   * alive as its query would.
+   */
   private async pause(ms: number): Promise<void> {
-    await backgroundSleep(this.owner.options.clock, ms, this.interruptSignal());
+    await this.owner.options.clock.sleep(ms, this.interruptSignal());
   }
 
   private settleCovered(applied: P, by: 'probe' | 'server-side'): void {

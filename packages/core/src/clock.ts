@@ -8,17 +8,8 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => performance.now(),
-  sleep: (ms, signal) => timerSleep(ms, signal, false),
+  sleep: (ms, signal) => timerSleep(ms, signal),
 };
-
-/**
- * A sleep of background work (the catch-up watchers' probe loops) that must not keep the process
- * alive on its own: an unref'd timer on the system clock. Any other clock (the virtual clocks of
- * tests and simulations) sleeps as usual, so background loops run on virtual time there.
- */
-export function backgroundSleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
-  return clock === systemClock ? timerSleep(ms, signal, true) : clock.sleep(ms, signal);
-}
 
 /**
  * Resolves once what is already due on `clock` has run: the next macrotask on the system clock,
@@ -32,11 +23,10 @@ export function afterDue(clock: Clock): Promise<void> {
   });
 }
 
-function timerSleep(ms: number, signal: AbortSignal | undefined, unref: boolean): Promise<void> {
+function timerSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise<void>((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(done, Math.max(0, ms));
-    if (unref) (timer as { unref?: () => void }).unref?.();
     signal?.addEventListener('abort', done, { once: true });
     function done() {
       clearTimeout(timer);
