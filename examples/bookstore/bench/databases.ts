@@ -1,4 +1,4 @@
-import type { Adapter } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
 import type { PoolConnection } from 'mysql2/promise';
 import type pg from 'pg';

@@ -3,16 +3,15 @@
  * so what the benchmark measures is the router's own work (planning, session bookkeeping,
  * promise hops), not I/O. Positions are plain sequence numbers.
  */
-import {
-  type Adapter,
-  ErrorCode,
-  type PositionCodec,
-  type ProbeResult,
-  type ReadOutcome,
-  type ReplicaState,
-  TokenError,
-  type WriteOutcome,
-} from '../src/index.js';
+
+import type {
+  Adapter,
+  PositionCodec,
+  ProbeResult,
+  ReadOutcome,
+  WriteOutcome,
+} from '../src/adapter-kit/index.js';
+import { ErrorCode, type ReplicaState, TokenError } from '../src/index.js';
 
 /** Positions are non-negative integers, written in base 10. */
 export const sequenceCodec: PositionCodec<number> = {

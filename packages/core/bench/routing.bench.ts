@@ -7,7 +7,9 @@
  * `ratio` column is median / target (under 1 meets it). Wall time is never asserted: machines
  * are noisy, so this reports and the reader judges.
  */
-import { balanced, leastLag, planRead, Router, Session, TokenCodec } from '../src/index.js';
+
+import { planRead } from '../src/adapter-kit/index.js';
+import { balanced, leastLag, Router, Session, TokenCodec } from '../src/index.js';
 import {
   InMemoryAdapter,
   type MemoryConnection,

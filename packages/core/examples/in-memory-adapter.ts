@@ -10,13 +10,14 @@
  *   await router.ready();
  */
 
+import type { Adapter, PositionCodec, ReadContext } from '../src/adapter-kit/index.js';
 import {
   AdapterLifecycle,
   PRIMARY,
   UnknownReplicaError,
   WAIT_UNSUPPORTED,
 } from '../src/adapter-kit/index.js';
-import type { Adapter, PositionCodec, ReadContext, WriteOptions } from '../src/index.js';
+import type { WriteOptions } from '../src/index.js';
 import { TokenError } from '../src/index.js';
 
 /** The connection a callback receives: the rows the node has, and (on the primary) `insert`. */

@@ -1,14 +1,11 @@
-export type {
-  Adapter,
-  CapturedWrite,
-  PrimaryVerdict,
-  ReadContext,
-  ReadOutcome,
-  WaitOutcome,
-  WriteOptions,
-  WriteOutcome,
-} from './adapter.js';
-export { PRIMARY } from './adapter.js';
+/**
+ * Tidemark's user surface: the router, sessions and tokens, their options, events, errors and
+ * metrics. What adapter and integration authors need besides (the adapter contract, the monitor,
+ * the planner, position codecs) is in `@tidemark/core/adapter`.
+ *
+ * @packageDocumentation
+ */
+export { PRIMARY, type WriteOptions } from './adapter.js';
 export { type Clock, systemClock } from './clock.js';
 export {
   ContextErrorCode,
@@ -37,8 +34,7 @@ export {
   type TidemarkErrorOptions,
   TokenError,
 } from './errors.js';
-export { Emitter } from './events.js';
-export { type HealthOptions, isHealthy, stalenessSeconds } from './health.js';
+export type { HealthOptions } from './health.js';
 export {
   type AcquireOptions,
   type Lease,
@@ -49,28 +45,15 @@ export {
   type LeaseRoute,
   type LeaseState,
 } from './lease.js';
-export { RouterMetrics, type RouterMetricsSnapshot } from './metrics.js';
-export { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
-export { PrimarySamples } from './monitor/primary-samples.js';
-export {
-  type ReplicaViewChannel,
-  SharedReplicaView,
-  type SharedViewEvents,
-  type SharedViewOptions,
-  type SharedViewRole,
-  type SharedViewStats,
-} from './monitor/shared-view.js';
+export type { RouterMetricsSnapshot } from './metrics.js';
 export type {
-  MonitorEvents,
-  ProbeContext,
-  ProbeResult,
-  ProbeSample,
-  ReplicaHistory,
-  ReplicaMonitor,
-  ReplicaState,
-} from './monitor/types.js';
-export { bestEffortReplica, type PlanInput, planRead, type ReadPlan } from './plan.js';
-export { type Comparison, POSITION_TEXT_PATTERN, type PositionCodec } from './position.js';
+  ReplicaViewChannel,
+  SharedViewEvents,
+  SharedViewOptions,
+  SharedViewRole,
+  SharedViewStats,
+} from './monitor/shared-view.js';
+export type { ReplicaState } from './monitor/types.js';
 export {
   type LostWrite,
   type ReadOptions,
@@ -103,8 +86,6 @@ export {
   type TokenCodecOptions,
   type TokenData,
 } from './token.js';
-export { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
-export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from './transient.js';
 export {
   AutoBudget,
   type AutoBudgetOptions,

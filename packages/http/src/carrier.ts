@@ -1,14 +1,13 @@
 import {
   ConfigError,
-  Emitter,
   ErrorCode,
-  type PositionCodec,
   runWithSession,
   Session,
   type TokenCodec,
   type TokenData,
   TokenError,
 } from '@tidemark/core';
+import { Emitter, type PositionCodec } from '@tidemark/core/adapter';
 import { readCookie, serializeCookie } from './cookie.js';
 import { codecMap, decodePosition, isTokenErrorLike, type KnownCluster } from './known.js';
 import { tokenLifetimeSeconds } from './lifetime.js';

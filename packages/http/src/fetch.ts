@@ -1,9 +1,5 @@
-import {
-  maybeCurrentSession,
-  type PositionCodec,
-  type Session,
-  type TokenCodec,
-} from '@tidemark/core';
+import { maybeCurrentSession, type Session, type TokenCodec } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 import { DEFAULT_TOKEN_HEADER } from './carrier.js';
 import { type CodecMap, codecMap, decodePosition, type KnownCluster } from './known.js';
 

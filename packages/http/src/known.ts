@@ -1,10 +1,5 @@
-import {
-  assertClusterName,
-  ConfigError,
-  ErrorCode,
-  type PositionCodec,
-  TokenError,
-} from '@tidemark/core';
+import { assertClusterName, ConfigError, ErrorCode, TokenError } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /**
  * A cluster the carrier carries tokens for, with the codec that orders its positions. A core

@@ -1,4 +1,5 @@
-import type { PositionCodec, TokenData } from '@tidemark/core';
+import type { TokenData } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /**
  * A server-side token store keyed by user, so a write made on one device protects reads made on

@@ -1,11 +1,4 @@
-import {
-  ConfigError,
-  type PositionCodec,
-  type ProbeContext,
-  type ProbeResult,
-  type ReadOutcome,
-  TidemarkError,
-} from '@tidemark/core';
+import { ConfigError, TidemarkError } from '@tidemark/core';
 import {
   type Adapter,
   AdapterLifecycle,
@@ -13,8 +6,12 @@ import {
   createPoolSet,
   errorMessage,
   type PoolSet,
+  type PositionCodec,
   type PrimaryVerdict,
+  type ProbeContext,
+  type ProbeResult,
   type ReadContext,
+  type ReadOutcome,
   RoundTripCounters,
   type RoundTrips,
   requireOptionsObject,

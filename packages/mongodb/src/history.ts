@@ -3,7 +3,7 @@
 // that survived is still there, at its timestamp, with its term. This module remembers those
 // verdicts and teaches the adapter's codec to use them.
 
-import type { PositionCodec, PrimaryVerdict } from '@tidemark/core';
+import type { PositionCodec, PrimaryVerdict } from '@tidemark/core/adapter';
 import {
   compareTimes,
   type MongoPosition,

@@ -1,4 +1,5 @@
-import { ErrorCode, type PositionCodec, TokenError } from '@tidemark/core';
+import { ErrorCode, TokenError } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /** A BSON Timestamp as plain numbers: seconds and the increment within that second. */
 export interface MongoTime {

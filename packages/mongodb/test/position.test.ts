@@ -1,4 +1,5 @@
-import { POSITION_TEXT_PATTERN, TokenError } from '@tidemark/core';
+import { TokenError } from '@tidemark/core';
+import { POSITION_TEXT_PATTERN } from '@tidemark/core/adapter';
 import { describe, expect, it } from 'vitest';
 import { mongoPositionCodec as codec, compareTimes, type MongoPosition } from '../src/index.js';
 

@@ -1,11 +1,4 @@
-import {
-  ConfigError,
-  type PositionCodec,
-  PrimarySamples,
-  type ProbeContext,
-  type ProbeResult,
-  type ReadOutcome,
-} from '@tidemark/core';
+import { ConfigError } from '@tidemark/core';
 import {
   type Adapter,
   AdapterLifecycle,
@@ -15,7 +8,12 @@ import {
   MONITOR_CONNECT_TIMEOUT_MS,
   MONITOR_POOL_SIZE,
   type PoolSet,
+  type PositionCodec,
+  PrimarySamples,
+  type ProbeContext,
+  type ProbeResult,
   type ReadContext,
+  type ReadOutcome,
   RoundTripCounters,
   type RoundTrips,
   requireOptionsObject,

@@ -1,4 +1,4 @@
-import type { Comparison, PositionCodec, PrimaryVerdict } from '@tidemark/core';
+import type { Comparison, PositionCodec, PrimaryVerdict } from '@tidemark/core/adapter';
 import type { GtidSet } from './gtid-set.js';
 import { decodeGtidSetToken, encodeGtidSetToken } from './gtid-token.js';
 import { normalizeUuid } from './uuid.js';

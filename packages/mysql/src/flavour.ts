@@ -1,4 +1,4 @@
-import type { PositionCodec, PrimaryVerdict } from '@tidemark/core';
+import type { PositionCodec, PrimaryVerdict } from '@tidemark/core/adapter';
 import type { SessionStateChanges } from './connection-tap.js';
 
 /** The two databases behind the one adapter API. */

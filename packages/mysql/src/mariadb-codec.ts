@@ -1,4 +1,4 @@
-import type { Comparison, PositionCodec } from '@tidemark/core';
+import type { Comparison, PositionCodec } from '@tidemark/core/adapter';
 import {
   compareMariadbPositions,
   decodeMariadbPositionToken,

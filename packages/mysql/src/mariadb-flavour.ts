@@ -1,4 +1,4 @@
-import type { PrimaryVerdict } from '@tidemark/core';
+import type { PrimaryVerdict } from '@tidemark/core/adapter';
 import { MysqlAdapterError, MysqlErrorCode } from './errors.js';
 import {
   type Flavour,

@@ -1,4 +1,4 @@
-import type { Comparison } from '@tidemark/core';
+import type { Comparison } from '@tidemark/core/adapter';
 import { describeInput, invalidPosition } from './invalid.js';
 import { trimLayout } from './layout.js';
 

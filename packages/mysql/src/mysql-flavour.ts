@@ -1,4 +1,4 @@
-import type { PrimaryVerdict } from '@tidemark/core';
+import type { PrimaryVerdict } from '@tidemark/core/adapter';
 import { classifyAgainstPrimary, createMysqlCodec } from './codec.js';
 import { MysqlAdapterError, MysqlErrorCode } from './errors.js';
 import {

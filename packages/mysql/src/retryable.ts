@@ -1,4 +1,4 @@
-import { SOCKET_ERROR_CODES, someErrorInChain } from '@tidemark/core';
+import { SOCKET_ERROR_CODES, someErrorInChain } from '@tidemark/core/adapter';
 
 /** mysql2's own code for a connection the server or network dropped mid-command. */
 const CONNECTION_LOST = 'PROTOCOL_CONNECTION_LOST';

@@ -12,14 +12,8 @@ import {
   type TracerProvider,
   trace,
 } from '@opentelemetry/api';
-import {
-  ConfigError,
-  type DecisionEvent,
-  isHealthy,
-  type Router,
-  routeOutcome,
-  stalenessSeconds,
-} from '@tidemark/core';
+import { ConfigError, type DecisionEvent, type Router, routeOutcome } from '@tidemark/core';
+import { isHealthy, stalenessSeconds } from '@tidemark/core/adapter';
 import {
   ATTR,
   DB_OPERATION_DURATION_BUCKETS,

@@ -1,11 +1,11 @@
+import { ConfigError } from '@tidemark/core';
 import type {
   PositionCodec,
   ProbeContext,
   ProbeResult,
   ReadOutcome,
   WriteOutcome,
-} from '@tidemark/core';
-import { ConfigError } from '@tidemark/core';
+} from '@tidemark/core/adapter';
 import {
   type Adapter,
   AdapterLifecycle,

@@ -1,4 +1,5 @@
-import { ErrorCode, type PositionCodec, TokenError } from '@tidemark/core';
+import { ErrorCode, TokenError } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 import { assertLsn } from './lsn.js';
 import { isTimeline, TimelineHistory } from './timeline-history.js';
 

@@ -1,4 +1,4 @@
-import { SOCKET_ERROR_CODES, someErrorInChain } from '@tidemark/core';
+import { SOCKET_ERROR_CODES, someErrorInChain } from '@tidemark/core/adapter';
 
 /**
  * SQLSTATEs that say "this server cannot serve you right now": admin_shutdown (57P01),

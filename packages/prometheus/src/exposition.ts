@@ -2,13 +2,11 @@ import {
   ConfigError,
   DECISION_REASONS,
   type HealthOptions,
-  isHealthy,
-  type ReplicaHistory,
   type ReplicaState,
   type RouterMetricsSnapshot,
   routeOutcome,
-  stalenessSeconds,
 } from '@tidemark/core';
+import { isHealthy, type ReplicaHistory, stalenessSeconds } from '@tidemark/core/adapter';
 
 /** `Content-Type` of the text exposition format 0.0.4. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';

@@ -1,4 +1,5 @@
-import { type PositionCodec, Session } from '@tidemark/core';
+import { Session } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /**
  * Least upper bound of two position maps, per cluster with that cluster's codec (the same merge

@@ -1,9 +1,5 @@
-import {
-  ConfigError,
-  type PositionCodec,
-  type ReplicaMonitor,
-  type TokenData,
-} from '@tidemark/core';
+import { ConfigError, type TokenData } from '@tidemark/core';
+import type { PositionCodec, ReplicaMonitor } from '@tidemark/core/adapter';
 import { decodeEntry, encodeEntry } from './entry.js';
 import { RedisErrorCode, RedisStoreError } from './errors.js';
 import { mergePositions } from './merge.js';

@@ -10,15 +10,14 @@ import {
   type Order,
 } from '@tidemark/conformance';
 import {
-  type Adapter,
   ErrorCode,
-  isSocketError,
   isTidemarkError,
   Router,
   type RouterOptions,
   Session,
   TokenCodec,
 } from '@tidemark/core';
+import { type Adapter, isSocketError } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
 import type { ErrorClass } from './history.js';
 

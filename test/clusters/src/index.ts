@@ -81,4 +81,5 @@ export {
 } from './lease-workload.js';
 export * from './mongo-sim/index.js';
 export { mongoReplicaSetUri } from './mongo-url.js';
+export { freePorts } from './ports.js';
 export { type RedisServer, startRedisServer } from './redis-server.js';

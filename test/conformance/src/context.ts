@@ -1,5 +1,6 @@
-import type { Adapter, PositionCodec, RouterOptions } from '@tidemark/core';
+import type { RouterOptions } from '@tidemark/core';
 import { Router } from '@tidemark/core';
+import type { Adapter, PositionCodec } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
 import { NaiveRouter } from './naive.js';
 import { type ReadTrace, traceAdapter } from './traced-adapter.js';

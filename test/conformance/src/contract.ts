@@ -1,7 +1,8 @@
 // The adapter contract: what every adapter must do at its own boundary, checked once for all of
 // them on their real clusters (the simulator for mongo-sim). Each check comes with a control
 // that shows it could fail.
-import { type Adapter, isTidemarkError, PRIMARY, Session } from '@tidemark/core';
+import { isTidemarkError, PRIMARY, Session } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import { CLUSTER_NAME } from './context.js';
 import { check, errorCode, errorText, newOrder, twoReplicas, waitUntilApplied } from './kit.js';
 import type { Scenario } from './scenario.js';

@@ -1,4 +1,4 @@
-import type { Adapter } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 
 /** Where a naive read went, with its value. */
 export interface NaiveRead<T> {

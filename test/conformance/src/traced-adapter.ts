@@ -1,3 +1,4 @@
+import type { WriteOptions } from '@tidemark/core';
 import type {
   Adapter,
   PositionCodec,
@@ -5,9 +6,8 @@ import type {
   ProbeResult,
   ReadContext,
   ReadOutcome,
-  WriteOptions,
   WriteOutcome,
-} from '@tidemark/core';
+} from '@tidemark/core/adapter';
 
 /** One read the router handed to the adapter. */
 export interface ReadTrace {

@@ -1,4 +1,4 @@
-import type { Adapter } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import type { Cluster, ClusterCapability } from '@tidemark/test-clusters';
 
 /** One row of the workload every scenario writes and reads. */

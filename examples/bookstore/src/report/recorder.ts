@@ -1,4 +1,5 @@
-import { type ReplicaState, type Router, routeOutcome, stalenessSeconds } from '@tidemark/core';
+import { type ReplicaState, type Router, routeOutcome } from '@tidemark/core';
+import { stalenessSeconds } from '@tidemark/core/adapter';
 import type { ScenarioName, StrategyName } from '../options.js';
 import type { RunResult } from '../result.js';
 import type {

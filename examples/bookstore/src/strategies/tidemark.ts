@@ -1,4 +1,5 @@
-import { type Adapter, Router, Session, TokenCodec } from '@tidemark/core';
+import { Router, Session, TokenCodec } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import { CLUSTER, type TidemarkSettings } from './tidemark-settings.js';
 import type { Strategy, StrategyContext, StrategyRead } from './types.js';
 

@@ -15,6 +15,24 @@ export type {
   WriteOutcome,
 } from '../adapter.js';
 export { PRIMARY } from '../adapter.js';
+export { Emitter } from '../events.js';
+export { isHealthy, stalenessSeconds } from '../health.js';
+export { RouterMetrics } from '../metrics.js';
+export { PollingMonitor, type PollingMonitorOptions } from '../monitor/polling-monitor.js';
+export { PrimarySamples } from '../monitor/primary-samples.js';
+export { SharedReplicaView } from '../monitor/shared-view.js';
+export type {
+  MonitorEvents,
+  ProbeContext,
+  ProbeResult,
+  ProbeSample,
+  ReplicaHistory,
+  ReplicaMonitor,
+} from '../monitor/types.js';
+export { bestEffortReplica, type PlanInput, planRead, type ReadPlan } from '../plan.js';
+export { type Comparison, POSITION_TEXT_PATTERN, type PositionCodec } from '../position.js';
+export { TokenBucket, type TokenBucketOptions } from '../token-bucket.js';
+export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from '../transient.js';
 export {
   AdapterError,
   errorMessage,

@@ -1,4 +1,5 @@
-import { ErrorCode, type PositionCodec, TokenError } from '../../src/index.js';
+import type { PositionCodec } from '../../src/adapter-kit/index.js';
+import { ErrorCode, TokenError } from '../../src/index.js';
 
 /**
  * Test-only position: a history number and a sequence number in that history, written `h.seq`.

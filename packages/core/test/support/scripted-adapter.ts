@@ -1,17 +1,14 @@
-import {
-  type Adapter,
-  type Clock,
-  type PositionCodec,
-  PRIMARY,
-  type ProbeContext,
-  type ProbeResult,
-  type ReadContext,
-  type ReadOutcome,
-  systemClock,
-  type WaitOutcome,
-  type WriteOptions,
-  type WriteOutcome,
-} from '../../src/index.js';
+import type {
+  Adapter,
+  PositionCodec,
+  ProbeContext,
+  ProbeResult,
+  ReadContext,
+  ReadOutcome,
+  WaitOutcome,
+  WriteOutcome,
+} from '../../src/adapter-kit/index.js';
+import { type Clock, PRIMARY, systemClock, type WriteOptions } from '../../src/index.js';
 import { type CounterPosition, counterCodec } from './counter-codec.js';
 
 /**

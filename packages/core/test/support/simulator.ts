@@ -13,20 +13,19 @@
  * Time only moves when {@link ReplicationSimulator.run} advances it, so a schedule that spans
  * seconds of virtual time runs in milliseconds and the same schedule always runs the same way.
  */
+
 import {
   type Adapter,
-  type Clock,
   PollingMonitor,
   type PollingMonitorOptions,
-  PRIMARY,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
   type ReadOutcome,
   type WaitOutcome,
-  type WriteOptions,
   type WriteOutcome,
-} from '../../src/index.js';
+} from '../../src/adapter-kit/index.js';
+import { type Clock, PRIMARY, type WriteOptions } from '../../src/index.js';
 import { type CounterPosition, counterCodec } from './counter-codec.js';
 
 /** The one replication history the simulator writes (no failovers are simulated). */

@@ -1,19 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import {
   bestEffortReplica,
-  ConfigError,
   Emitter,
-  ErrorCode,
   isHealthy,
+  planRead,
+  TokenBucket,
+} from '../../src/adapter-kit/index.js';
+import {
+  ConfigError,
+  ErrorCode,
   isTidemarkError,
   leastLag,
   OtherHistoryError,
-  planRead,
   type ReplicaState,
   ReplicasBehindError,
   systemClock,
   TidemarkError,
-  TokenBucket,
   TokenError,
 } from '../../src/index.js';
 import { type CounterPosition, counterCodec } from '../support/counter-codec.js';

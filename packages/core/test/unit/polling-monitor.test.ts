@@ -1,11 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
-  ConfigError,
   PollingMonitor,
   type PollingMonitorOptions,
   type ProbeContext,
-  type ReplicaState,
-} from '../../src/index.js';
+} from '../../src/adapter-kit/index.js';
+import { ConfigError, type ReplicaState } from '../../src/index.js';
 import { type CounterPosition, counterCodec } from '../support/counter-codec.js';
 import { cp, cpText, ScriptedAdapter } from '../support/scripted-adapter.js';
 import { FakeClock, settle } from './helpers/fake-clock.js';

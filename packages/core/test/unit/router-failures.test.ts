@@ -1,11 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  ErrorCode,
-  OtherHistoryError,
-  type PositionCodec,
-  type RouterEvents,
-  Session,
-} from '../../src/index.js';
+import type { PositionCodec } from '../../src/adapter-kit/index.js';
+import { ErrorCode, OtherHistoryError, type RouterEvents, Session } from '../../src/index.js';
 import { type CounterPosition, counterCodec } from '../support/counter-codec.js';
 import { cp, cpText } from '../support/scripted-adapter.js';
 import { closeFixtures, type Fixture, routerFixture, sessionAt } from './helpers/router-fixture.js';

@@ -4,10 +4,10 @@
  * @tidemark/redis.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { isHealthy } from '../../src/adapter-kit/index.js';
 import {
   type Clock,
   ConfigError,
-  isHealthy,
   Router,
   type SharedViewRole,
   systemClock,

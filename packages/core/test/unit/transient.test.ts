@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isSocketError, someErrorInChain } from '../../src/index.js';
+import { isSocketError, someErrorInChain } from '../../src/adapter-kit/index.js';
 
 const socket = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
 

@@ -5,8 +5,9 @@
  * waits on the virtual clock (fixture) and on the replication simulator.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { PollingMonitor } from '../../src/adapter-kit/index.js';
 import { CatchUpWatchers, type CatchUpWatchersOptions } from '../../src/catch-up.js';
-import { PollingMonitor, Router, Session, systemClock } from '../../src/index.js';
+import { Router, Session, systemClock } from '../../src/index.js';
 import type { CounterPosition } from '../support/counter-codec.js';
 import { cp, cpText, ScriptedAdapter } from '../support/scripted-adapter.js';
 import {

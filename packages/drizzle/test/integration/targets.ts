@@ -3,7 +3,8 @@
  * flavour with plain Drizzle databases over pools of a cluster's nodes.
  */
 import { loadTarget } from '@tidemark/conformance';
-import { type Adapter, Router } from '@tidemark/core';
+import { Router } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
 import {
   int,

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, freePorts, startCluster } from '@tidemark/test-clusters';
 import { Job, Queue, QueueEvents } from 'bullmq';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startRedis, type TestRedis } from '../../../redis/test/support/redis-server.js';
+import { startRedis, type TestRedis } from '../../../redis/test/support/redis-server.js';
 import { type Child, startScript } from './processes.js';
 import { QUEUE } from './wiring.js';
 
@@ -40,7 +40,7 @@ beforeAll(async () => {
     REDIS_PORT: String(redis.port),
   };
   for (const name of Object.keys(ports) as Array<keyof typeof ports>)
-    ports[name] = await freePort();
+    ports[name] = (await freePorts(1))[0]!;
   const started = await Promise.all([
     startScript('app.ts', { ...common, PORT: String(ports.store1), USE_STORE: '1' }, /listening/),
     startScript('app.ts', { ...common, PORT: String(ports.store2), USE_STORE: '1' }, /listening/),

@@ -1,4 +1,5 @@
-import { ErrorCode, type PositionCodec, TokenError } from '@tidemark/core';
+import { ErrorCode, TokenError } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /** A test position: a history number and a sequence number in it, written `h.seq`. */
 export interface HistoryPosition {

@@ -1,7 +1,8 @@
 // Tokens from every source (header, cookie, store) merge per cluster with the cluster's codec;
 // what goes back is never lower than what came in; bad positions and unknown clusters are
 // dropped and counted.
-import { ConfigError, type PositionCodec, Session, TokenCodec } from '@tidemark/core';
+import { ConfigError, Session, TokenCodec } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {

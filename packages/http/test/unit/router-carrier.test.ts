@@ -1,6 +1,7 @@
 // The carrier in front of a real core Router over an in-memory cluster: what a request carries
 // decides where its reads go, end to end: sources that disagree, and bad positions.
-import { type Adapter, currentSession, Router, TokenCodec } from '@tidemark/core';
+import { currentSession, Router, TokenCodec } from '@tidemark/core';
+import type { Adapter } from '@tidemark/core/adapter';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isRejection, TokenCarrier } from '../../src/index.js';
 import { type HistoryPosition, historyCodec } from '../support/history-codec.js';

@@ -1,4 +1,5 @@
-import { ErrorCode, POSITION_TEXT_PATTERN, TokenError } from '@tidemark/core';
+import { ErrorCode, TokenError } from '@tidemark/core';
+import { POSITION_TEXT_PATTERN } from '@tidemark/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   compareMariadbPositions,

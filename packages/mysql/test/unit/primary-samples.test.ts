@@ -1,4 +1,4 @@
-import { PrimarySamples } from '@tidemark/core';
+import { PrimarySamples } from '@tidemark/core/adapter';
 import { describe, expect, it } from 'vitest';
 import {
   createMariadbCodec,

@@ -1,4 +1,5 @@
-import { ErrorCode, type PositionCodec, TokenError } from '@tidemark/core';
+import { ErrorCode, TokenError } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 
 /** A position that is just a counter: enough to test merges without a database. */
 export const counterCodec: PositionCodec<number> = {

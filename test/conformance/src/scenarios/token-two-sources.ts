@@ -1,10 +1,5 @@
-import {
-  currentSession,
-  type PositionCodec,
-  Session,
-  type SigningKey,
-  TokenCodec,
-} from '@tidemark/core';
+import { currentSession, Session, type SigningKey, TokenCodec } from '@tidemark/core';
+import type { PositionCodec } from '@tidemark/core/adapter';
 import { type CarrierScope, isRejection, TokenCarrier } from '@tidemark/http';
 import { CLUSTER_NAME } from '../context.js';
 import {

@@ -1,6 +1,6 @@
 // Fast checks of the suite's own machinery (no database): target list parsing, the naive
 // control's routing, the tracing wrapper and the report format.
-import type { Adapter, PositionCodec } from '@tidemark/core';
+import type { Adapter, PositionCodec } from '@tidemark/core/adapter';
 import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { describe, expect, it } from 'vitest';
 import {
