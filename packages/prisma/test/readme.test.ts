@@ -12,6 +12,7 @@ import {
   readmeSnippet,
   runSnippet,
   startCluster,
+  waitForTable,
 } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -37,16 +38,7 @@ describe.skipIf(!runs)('README snippets on pg15', () => {
       cluster.primary().name,
       'create table orders (id serial primary key, customer int not null, note varchar(100) not null)',
     );
-    for (const replica of cluster.replicas()) {
-      for (let i = 0; i < 200; i++) {
-        const ok = await cluster.exec(replica.name, 'select 1 from orders limit 1').then(
-          () => true,
-          () => false,
-        );
-        if (ok) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-    }
+    await waitForTable(cluster, 'orders');
     process.env['DATABASE_URL'] = cluster.primary().url;
     process.env['REPLICA_URL'] = cluster.replicas()[0]?.url;
   }, 240_000);

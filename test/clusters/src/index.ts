@@ -75,3 +75,4 @@ export async function startCluster(
 export * from './mongo-sim/index.js';
 export { mongoReplicaSetUri } from './mongo-url.js';
 export { keptLines, readmeSnippet, runSnippet } from './readme-snippets.js';
+export { waitForRow, waitForTable } from './wait-for.js';

@@ -5,8 +5,8 @@ import {
 } from '@tidemark/example-bookstore-prisma';
 import type { OrderQueries } from '../databases/types.js';
 import { LIST_LENGTH } from '../ledger.js';
-import type { Strategy, StrategyRead } from '../strategies/types.js';
 import { lastDecisionTarget } from './decisions.js';
+import { naiveStrategy } from './naive.js';
 import type { ViaInput, ViaRun, ViaStrategyName, ViaTexts } from './types.js';
 
 export const prismaTexts: ViaTexts = {
@@ -42,16 +42,8 @@ export async function createPrismaRun<C>(
   }
   if (name === 'naive') {
     const { db, close } = prismaReplicas(input.context.primaryUrl, input.context.replicaUrl);
-    const strategy: Strategy<OrdersClient> = {
-      name: 'naive',
-      write: (_customer, fn) => fn(db),
-      async read<T>(_customer: number, fn: (handle: OrdersClient) => Promise<T>) {
-        // @prisma/extension-read-replicas sends every model read to a replica.
-        const value = await fn(db);
-        return { value, target: 'replica', waitedMs: undefined } satisfies StrategyRead<T>;
-      },
-      close,
-    };
+    // @prisma/extension-read-replicas sends every model read to a replica.
+    const strategy = naiveStrategy<OrdersClient>(db, close);
     return { strategy, queries: prismaOrders };
   }
   const strategy = await input.database.createTidemarkStrategy<OrdersClient>(
