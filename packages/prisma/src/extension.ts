@@ -54,6 +54,39 @@ function inTransaction(params: object): boolean {
   return internal.transaction !== undefined && internal.transaction !== null;
 }
 
+/**
+ * The relation fields of a fluent call (`prisma.order.findUnique(...).items()`): Prisma runs it as
+ * the parent's `findUnique` with a nested `select` and a `dataPath` of `select`/`include` and field
+ * name pairs, and hands the hooks the data at that path. An unbatched call returns the parent, so
+ * it is unpacked the same way here.
+ */
+function fluentFields(params: object): string[] {
+  const path = (params as { __internalParams?: { dataPath?: unknown } }).__internalParams?.dataPath;
+  if (path === undefined || (Array.isArray(path) && path.length === 0)) return [];
+  const fields: string[] = [];
+  if (Array.isArray(path) && path.length % 2 === 0) {
+    for (let i = 0; i < path.length; i += 2) {
+      const [kind, field] = [path[i], path[i + 1]];
+      if ((kind !== 'select' && kind !== 'include') || typeof field !== 'string') break;
+      fields.push(field);
+    }
+    if (fields.length * 2 === path.length) return fields;
+  }
+  throw new TidemarkPrismaError(
+    PrismaErrorCode.PrismaInternals,
+    `Prisma passed a dataPath this package does not know (${JSON.stringify(path)}): cannot unpack a fluent findUnique.`,
+  );
+}
+
+function unpack(data: unknown, fields: readonly string[]): unknown {
+  let value = data;
+  for (const field of fields) {
+    if (value === null || value === undefined) return value;
+    value = (value as Record<string, unknown>)[field];
+  }
+  return value;
+}
+
 /** The `$allOperations` hook of a client whose operations go by `route` (`auto`: read or not). */
 function routeOperations(client: unknown, route: Route | undefined) {
   const delegates = client as Delegates;
@@ -72,7 +105,8 @@ function routeOperations(client: unknown, route: Route | undefined) {
           `The client has no ${model}.${unbatched}: cannot run ${operation} unbatched.`,
         );
       }
-      return withRoute(chosen, () => run.call(delegate, args));
+      const fields = fluentFields(params);
+      return withRoute(chosen, async () => unpack(await run.call(delegate, args), fields));
     }
     return withRoute(chosen, () => query(args));
   };

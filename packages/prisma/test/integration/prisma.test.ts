@@ -65,7 +65,12 @@ describe.skipIf(requested.length === 0).each(requested)('%s: Prisma through Tide
       cluster.primary().name,
       'create table orders (id serial primary key, customer int not null, note varchar(100) not null)',
     );
+    await cluster.exec(
+      cluster.primary().name,
+      'create table items (id serial primary key, order_id int not null references orders (id), name text not null)',
+    );
     await waitForTable(cluster, 'orders');
+    await waitForTable(cluster, 'items');
   }, 240_000);
 
   afterAll(async () => {
@@ -246,6 +251,26 @@ describe.skipIf(requested.length === 0).each(requested)('%s: Prisma through Tide
     expect(result.tidemark[1]).not.toBeNull();
     // The hazard the extension avoids is real: the batch was read with the other session.
     expect(result.batched[1]).toBeNull();
+  });
+
+  it('fluent relation calls (findUnique(...).items()) return the relation, routed like findUnique', async () => {
+    const session = new Session();
+    const me = ++customer;
+    await paused(() =>
+      runWithSession(session, async () => {
+        const order = await db.order.create({
+          data: { customer: me, note: 'fluent', items: { create: [{ name: 'a' }, { name: 'b' }] } },
+        });
+        const before = decisions.length;
+        const items = await db.order.findUnique({ where: { id: order.id } }).items();
+        expect(items?.map((i) => i.name).sort()).toEqual(['a', 'b']);
+        const orThrow = await db.order.findUniqueOrThrow({ where: { id: order.id } }).items();
+        expect(orThrow).toHaveLength(2);
+        expect(await db.order.findUnique({ where: { id: -1 } }).items()).toBeNull();
+        // Routed reads (Prisma may load the relation with a second statement).
+        expect(decisions.length).toBeGreaterThanOrEqual(before + 3);
+      }),
+    );
   });
 
   it('interactive and batch transactions run on the primary and their commits are visible to the next read', async () => {
