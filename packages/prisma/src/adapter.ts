@@ -234,16 +234,32 @@ class RoutedAdapter implements SqlDriverAdapter {
   }
 }
 
+/** Savepoint methods of a transaction: `@prisma/driver-adapter-utils` 7.0 types only the first. */
+interface Savepoints {
+  createSavepoint?(name: string): Promise<void>;
+  rollbackToSavepoint?(name: string): Promise<void>;
+  releaseSavepoint?(name: string): Promise<void>;
+}
+
 class RoutedTransaction implements Transaction {
   readonly provider = 'postgres' as const;
   readonly adapterName = '@tidemark/prisma';
   readonly options: TransactionOptions;
+  /** The savepoint methods `@prisma/adapter-pg`'s transaction has, and only those. */
+  createSavepoint?: (name: string) => Promise<void>;
+  rollbackToSavepoint?: (name: string) => Promise<void>;
+  releaseSavepoint?: (name: string) => Promise<void>;
 
   constructor(
     private readonly inner: Transaction,
     private readonly done: Promise<void>,
   ) {
     this.options = inner.options;
+    const savepoints = inner as Savepoints;
+    for (const method of ['createSavepoint', 'rollbackToSavepoint', 'releaseSavepoint'] as const) {
+      const run = savepoints[method];
+      if (typeof run === 'function') this[method] = (name) => run.call(inner, name);
+    }
   }
 
   queryRaw(query: SqlQuery): Promise<SqlResultSet> {
@@ -262,18 +278,6 @@ class RoutedTransaction implements Transaction {
   async rollback(): Promise<void> {
     await this.inner.rollback();
     await this.done;
-  }
-
-  async createSavepoint(name: string): Promise<void> {
-    await this.inner.createSavepoint?.(name);
-  }
-
-  async rollbackToSavepoint(name: string): Promise<void> {
-    await this.inner.rollbackToSavepoint?.(name);
-  }
-
-  async releaseSavepoint(name: string): Promise<void> {
-    await this.inner.releaseSavepoint?.(name);
   }
 }
 
