@@ -1,5 +1,5 @@
 /** Which statements the adapter sends through `router.read` (no database needed). */
-import { ConfigError, Router } from '@tidemark/core';
+import { ConfigError } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { PrismaTidemark, readReplicas } from '../../src/index.js';
 import { isRoutedRead, withCall, withRoute } from '../../src/route.js';
