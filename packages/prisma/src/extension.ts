@@ -96,7 +96,9 @@ function routeOperations(client: unknown, route: Route | undefined) {
     const read = model !== undefined && READ_OPERATIONS.has(operation);
     const chosen: Route = route ?? (read ? 'auto' : 'primary');
     const unbatched = model !== undefined ? UNBATCHED[operation] : undefined;
-    if (model !== undefined && unbatched !== undefined && chosen !== 'primary') {
+    // On the primary too: a batch run with another request's session would raise that session,
+    // not this one, to what the read saw.
+    if (model !== undefined && unbatched !== undefined) {
       const delegate = delegates[model.charAt(0).toLowerCase() + model.slice(1)];
       const run = delegate?.[unbatched];
       if (typeof run !== 'function') {
