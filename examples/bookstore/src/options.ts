@@ -79,8 +79,10 @@ Options:
                          / REPLICATION SLAVE ADMIN, or SUPER).
   --via TOOL             run the queries through ${VIA_NAMES.join(' | ')} instead of the raw
                          driver (--db pg, mysql or mariadb): naive is then the tool's own replica
-                         helper (kysely-replication, Drizzle's withReplicas), tidemark Tidemark's
-                         front door for it (@tidemark/kysely, @tidemark/drizzle); only those two
+                         helper (kysely-replication, Drizzle's withReplicas,
+                         @prisma/extension-read-replicas), tidemark Tidemark's front door for it
+                         (@tidemark/kysely, @tidemark/drizzle, @tidemark/prisma; prisma: --db pg
+                         only); only those two
                          strategies run
   --seed N               workload seed (default 1)
   --wait-budget MS       tidemark: bounded wait per read (default 250), or auto: learned from
@@ -236,6 +238,11 @@ function viaOption(text: string | undefined, db: DbName): ViaName | undefined {
   }
   if (db === 'mongo-sim') {
     throw usageError(`--via ${text} is an SQL tool: use it with --db pg, mysql or mariadb.`);
+  }
+  if (text === 'prisma' && db !== 'pg') {
+    throw usageError(
+      `--via prisma runs on PostgreSQL only (@tidemark/prisma is built on @prisma/adapter-pg): use it with --db pg, not --db ${db}.`,
+    );
   }
   return text as ViaName;
 }

@@ -259,6 +259,7 @@ const VIA_RUNS = [
   { via: 'kysely', db: 'mysql', idleOrders: 30, pausedOrders: 20 },
   { via: 'drizzle', db: 'pg', idleOrders: 40, pausedOrders: 20 },
   { via: 'drizzle', db: 'mysql', idleOrders: 30, pausedOrders: 20 },
+  { via: 'prisma', db: 'pg', idleOrders: 40, pausedOrders: 20 },
 ] as const;
 
 for (const run of VIA_RUNS) {
@@ -310,7 +311,8 @@ for (const run of VIA_RUNS) {
 describe('pnpm demo --via (usage)', () => {
   it('refuses a tool without a front door, SQL tools on MongoDB, and other strategies', async () => {
     const cases: Array<[string[], string]> = [
-      [['--via', 'prisma'], '--via takes kysely, drizzle'],
+      [['--via', 'typeorm'], '--via takes kysely, drizzle, prisma'],
+      [['--via', 'prisma', '--db', 'mysql'], '--via prisma runs on PostgreSQL only'],
       [['--via', 'kysely', '--db', 'mongo-sim'], 'is an SQL tool'],
       [['--via', 'kysely', '--strategy', 'naive,lab-router'], 'drop lab-router'],
     ];

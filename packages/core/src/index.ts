@@ -78,6 +78,7 @@ export {
 export { type FromTokenOptions, type PendingPosition, Session } from './session.js';
 export { type HandleRouter, SessionHandle } from './session-handle.js';
 export type { PredictedOutcome, ShadowPrediction, ShadowReport } from './shadow.js';
+export { mayRunOnReplica, type SqlFlavour } from './statement-kind.js';
 export {
   assertClusterName,
   type SigningKey,

@@ -1,4 +1,4 @@
+export { mayRunOnReplica, type SqlFlavour } from '@tidemark/core';
 export { DrizzleErrorCode, TidemarkDrizzleError } from './errors.js';
 export type { TidemarkReplicasOptions } from './replicas.js';
 export type { TidemarkRouter } from './routed-client.js';
-export { mayRunOnReplica, type SqlFlavour } from './statement-kind.js';

@@ -1,3 +1,4 @@
+import type { SqlFlavour } from '@tidemark/core';
 import { ConfigError, maybeCurrentSession, Session } from '@tidemark/core';
 import { entityKind } from 'drizzle-orm';
 import { DrizzleErrorCode, TidemarkDrizzleError } from './errors.js';
@@ -9,7 +10,6 @@ import {
   type TidemarkRouter,
   writeRoute,
 } from './routed-client.js';
-import type { SqlFlavour } from './statement-kind.js';
 
 /** The third argument of `withReplicas`: where Drizzle takes `getReplica`, Tidemark takes this. */
 export interface TidemarkReplicasOptions {

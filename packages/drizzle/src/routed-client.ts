@@ -1,6 +1,6 @@
 import type { Router, Session } from '@tidemark/core';
+import { mayRunOnReplica, type SqlFlavour } from '@tidemark/core';
 import { DrizzleErrorCode, TidemarkDrizzleError } from './errors.js';
-import { mayRunOnReplica, type SqlFlavour } from './statement-kind.js';
 
 /**
  * What the integration needs of a `@tidemark/core` Router over `@tidemark/pg` or

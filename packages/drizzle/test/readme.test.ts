@@ -4,45 +4,25 @@
  * misses the user who just signed up, Tidemark's finds them. Also checks that the two snippets
  * differ only in imports, setup and comments, as the README says.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { rmSync } from 'node:fs';
+import {
+  type Cluster,
+  keptLines,
+  readmeSnippet,
+  runSnippet,
+  startCluster,
+} from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { waitForTable } from './integration/targets.js';
 
 const README = new URL('../README.md', import.meta.url);
 const SNIPPETS = new URL('./.snippets/', import.meta.url);
 
-function snippet(name: string): string {
-  const text = readFileSync(README, 'utf8');
-  const match = new RegExp(`<!-- snippet: ${name} -->\\n\`\`\`ts\\n([\\s\\S]*?)\`\`\``).exec(text);
-  if (!match?.[1]) throw new Error(`README.md has no snippet '${name}'`);
-  return match[1];
-}
-
-/** The lines a user keeps: not imports, not comments, not the setup (router and withReplicas). */
-function keptLines(code: string): string[] {
-  // Top-level statements start at column 0 (a closing bracket there ends the one before).
-  const statements = code.split(/\n(?=[^\s)\]}])/);
-  return statements
-    .filter((s) => !s.startsWith('import ') && !s.startsWith('//'))
-    .filter((s) => !/withReplicas\(|new Router\(|router\.ready\(/.test(s))
-    .map((s) =>
-      s
-        .split('\n')
-        .filter((line) => !line.trim().startsWith('//'))
-        .join('\n')
-        .trim(),
-    )
-    .filter((s) => s !== '');
-}
-
-/** Write the snippet as a module that also exports what the test looks at, and import it. */
-async function run(name: string, exported: string[]): Promise<Record<string, unknown>> {
-  mkdirSync(SNIPPETS, { recursive: true });
-  const file = new URL(`./${name}.ts`, SNIPPETS);
-  writeFileSync(file, `${snippet(name)}\nexport { ${exported.join(', ')} };\n`);
-  return (await import(/* @vite-ignore */ file.href)) as Record<string, unknown>;
-}
+const snippet = (name: string) => readmeSnippet(README, name);
+/** What the switch replaces: the router and withReplicas. */
+const SETUP = /withReplicas\(|new Router\(|router\.ready\(/;
+const run = (name: string, exported: string[]) =>
+  runSnippet(SNIPPETS, name, snippet(name), exported);
 
 const runs = (process.env['TIDEMARK_TARGETS'] ?? 'pg15').split(',').includes('pg15');
 
@@ -68,9 +48,9 @@ describe.skipIf(!runs)('README snippets on pg15', () => {
   });
 
   it('the after snippet changes only imports and setup', () => {
-    const before = keptLines(snippet('before'));
+    const before = keptLines(snippet('before'), SETUP);
     expect(before.length).toBeGreaterThan(8);
-    expect(keptLines(snippet('after'))).toEqual(before);
+    expect(keptLines(snippet('after'), SETUP)).toEqual(before);
   });
 
   it('with replay paused, Drizzle misses the new user and Tidemark finds them', async () => {

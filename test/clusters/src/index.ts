@@ -82,4 +82,6 @@ export {
 export * from './mongo-sim/index.js';
 export { mongoReplicaSetUri } from './mongo-url.js';
 export { freePorts } from './ports.js';
+export { keptLines, readmeSnippet, runSnippet } from './readme-snippets.js';
 export { type RedisServer, startRedisServer } from './redis-server.js';
+export { waitForRow, waitForTable } from './wait-for.js';

@@ -12,8 +12,9 @@ import pg from 'pg';
 import type { OrderQueries } from '../databases/types.js';
 import { LIST_LENGTH } from '../ledger.js';
 import type { FrontDoorFactory } from '../strategies/tidemark.js';
-import type { Strategy, StrategyContext, StrategyRead } from '../strategies/types.js';
+import type { StrategyContext } from '../strategies/types.js';
 import { lastDecisionTarget } from './decisions.js';
+import { naiveStrategy } from './naive.js';
 import type { ViaInput, ViaRun, ViaStrategyName, ViaTexts } from './types.js';
 
 export const drizzleTexts: ViaTexts = {
@@ -106,25 +107,13 @@ function mysqlDatabases(context: StrategyContext) {
   };
 }
 
-/** The control: Drizzle's own `withReplicas`, which sends every select to a replica. */
-function naiveStrategy<H>(db: H, end: () => Promise<void>): Strategy<H> {
-  return {
-    name: 'naive',
-    write: (_customer, fn) => fn(db),
-    async read<T>(_customer: number, fn: (handle: H) => Promise<T>) {
-      const value = await fn(db);
-      return { value, target: 'replica', waitedMs: undefined } satisfies StrategyRead<T>;
-    },
-    close: end,
-  };
-}
-
 export async function createDrizzlePgRun<C>(
   name: ViaStrategyName,
   input: ViaInput<C>,
 ): Promise<ViaRun<PgDb>> {
   const dbs = pgDatabases(input.context);
   if (name === 'naive') {
+    // Drizzle's own `withReplicas` sends every select to a replica.
     return {
       strategy: naiveStrategy<PgDb>(drizzlePgReplicas(dbs.primary, [dbs.replica]), dbs.end),
       queries: pgOrders,

@@ -34,6 +34,10 @@ export async function withViaRun<C, R>(
         ? use(await drizzle.createDrizzlePgRun(name, input))
         : use(await drizzle.createDrizzleMysqlRun(name, input));
     }
+    case 'prisma': {
+      const { createPrismaRun } = await import('./prisma.js');
+      return use(await createPrismaRun(name, { database, context, settings }));
+    }
   }
 }
 
@@ -45,6 +49,8 @@ export async function viaDescription(via: ViaName, name: ViaStrategyName): Promi
         return (await import('./kysely.js')).kyselyTexts;
       case 'drizzle':
         return (await import('./drizzle.js')).drizzleTexts;
+      case 'prisma':
+        return (await import('./prisma.js')).prismaTexts;
     }
   })();
   return texts[name];

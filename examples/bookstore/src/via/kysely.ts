@@ -13,8 +13,8 @@ import mysql from 'mysql2';
 import pg from 'pg';
 import type { DbName, OrderQueries } from '../databases/types.js';
 import { LIST_LENGTH } from '../ledger.js';
-import type { Strategy, StrategyRead } from '../strategies/types.js';
 import { lastDecisionTarget } from './decisions.js';
+import { naiveStrategy } from './naive.js';
 import type { ViaInput, ViaRun, ViaStrategyName, ViaTexts } from './types.js';
 
 /** The demo's table, schema-qualified as the raw SQL has it. */
@@ -90,16 +90,8 @@ export async function createKyselyRun<C>(
         replicaStrategy: new RoundRobinReplicaStrategy({}),
       }),
     });
-    const strategy: Strategy<Db> = {
-      name: 'naive',
-      write: (_customer, fn) => fn(kysely),
-      async read<T>(_customer: number, fn: (handle: Db) => Promise<T>) {
-        // kysely-replication sends every select to a replica.
-        const value = await fn(kysely);
-        return { value, target: 'replica', waitedMs: undefined } satisfies StrategyRead<T>;
-      },
-      close: () => kysely.destroy(),
-    };
+    // kysely-replication sends every select to a replica.
+    const strategy = naiveStrategy<Db>(kysely, () => kysely.destroy());
     return { strategy, queries };
   }
   const strategy = await input.database.createTidemarkStrategy<Db>(

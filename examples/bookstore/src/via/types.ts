@@ -4,7 +4,7 @@ import type { TidemarkSettings } from '../strategies/tidemark-settings.js';
 import type { Strategy, StrategyContext } from '../strategies/types.js';
 
 /** The ORMs and query builders `--via` runs the workload through. */
-export const VIA_NAMES = ['kysely', 'drizzle'] as const;
+export const VIA_NAMES = ['kysely', 'drizzle', 'prisma'] as const;
 export type ViaName = (typeof VIA_NAMES)[number];
 
 /**

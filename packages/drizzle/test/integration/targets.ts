@@ -80,34 +80,4 @@ export function mysqlDatabase(
   });
 }
 
-/** Wait until every replica has the table (reads with a fresh session may go to either). */
-export async function waitForTable(cluster: Cluster, table: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const ok = await Promise.all(
-      cluster.replicas().map((n) =>
-        cluster.exec(n.name, `select count(*) as n from ${table}`).then(
-          () => true,
-          () => false,
-        ),
-      ),
-    );
-    if (ok.every(Boolean)) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the replicas never got table ${table}`);
-}
-
-/** Wait until one node has a row matching `where` in `orders`. */
-export async function waitForRow(cluster: Cluster, node: string, where: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const rows = (await cluster.exec(
-      node,
-      `select count(*) as n from orders where ${where}`,
-    )) as Array<{
-      n: number | string;
-    }>;
-    if (Number(rows[0]?.n) > 0) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`${node} never got the row where ${where}`);
-}
+export { waitForRow, waitForTable } from '@tidemark/test-clusters';

@@ -141,7 +141,7 @@ describe.skipIf(targets.length === 0).each(targets)(
             cluster.primary().name,
             `insert into orders (customer, note) values (${theirs}, 'theirs')`,
           );
-          await waitForRow(cluster, live, `customer = ${theirs}`);
+          await waitForRow(cluster, live, 'orders', `customer = ${theirs}`);
           const session = new Session();
           const tidemarkSeen: boolean[] = [];
           const controlSeen: boolean[] = [];

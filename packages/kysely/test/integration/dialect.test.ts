@@ -7,7 +7,7 @@
 import { type RouteDecision, Router, runWithSession, Session } from '@tidemark/core';
 import { createMysqlAdapter } from '@tidemark/mysql';
 import { createPgAdapter } from '@tidemark/pg';
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, startCluster, waitForTable } from '@tidemark/test-clusters';
 import { type Dialect, type Generated, Kysely, MysqlDialect, PostgresDialect, sql } from 'kysely';
 import { KyselyReplicationDialect } from 'kysely-replication';
 import { RoundRobinReplicaStrategy } from 'kysely-replication/strategy/round-robin';
@@ -78,19 +78,7 @@ describe.skipIf(requested.length === 0).each(requested)('%s: Kysely through Tide
     await sql`create table orders (id ${sql.raw(id)}, customer int not null, note varchar(100) not null)`.execute(
       db,
     );
-    // Until both replicas have the table: reads with a fresh session may go to either.
-    for (let i = 0; i < 200; i++) {
-      const ok = await Promise.all(
-        cluster.replicas().map((n) =>
-          cluster.exec(n.name, 'select count(*) as n from orders').then(
-            () => true,
-            () => false,
-          ),
-        ),
-      );
-      if (ok.every(Boolean)) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitForTable(cluster, 'orders');
   }, 240_000);
 
   afterAll(async () => {

@@ -1,6 +1,6 @@
-/** Which statement texts the read side may send to a replica (no database needed). */
+/** Which statement texts an integration may send to a replica (no database needed). */
 import { describe, expect, it } from 'vitest';
-import { mayRunOnReplica } from '../src/index.js';
+import { mayRunOnReplica } from '../../src/index.js';
 
 describe('mayRunOnReplica', () => {
   it('plain selects, as Drizzle builds them, may run on a replica', () => {

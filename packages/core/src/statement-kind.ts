@@ -25,14 +25,14 @@ function isStatefulFunction(word: string): boolean {
 }
 
 /**
- * Whether the text of a statement Drizzle built for a read (`select`, `$count`, relational
+ * Whether the text of a statement an ORM built for a read (Drizzle's `select`, `$count`, relational
  * `query.*`, `with(...).select`) may run on a replica: true unless, outside string literals,
  * quoted identifiers and comments, it contains a data-modifying or locking keyword (a write CTE,
  * `for update` / `for share`, `select ... into`) or calls a sequence or advisory-lock function.
  *
  * Fails toward the primary: a word it cannot rule out (an unterminated string or comment, a
  * keyword inside a raw `sql` fragment) sends the statement to the primary, which can only cost a
- * replica read, never serve a stale one. The text is what Drizzle generated (values are bound
+ * replica read, never serve a stale one. The text is what the ORM generated (values are bound
  * parameters, identifiers are quoted), so in practice only the SQL keywords themselves match.
  */
 export function mayRunOnReplica(sql: string, flavour: SqlFlavour): boolean {

@@ -1,0 +1,63 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { mayRunOnReplica } from '@tidemark/core';
+
+/**
+ * Where the statements of one Prisma operation go, set by the `readReplicas` extension around the
+ * operation: `auto` (a read statement to a replica through the router, the rest to the primary),
+ * `primary` (everything to the primary: writes, raw queries, `$primary()`), `replica` (everything
+ * through `router.read`: `$replica()`). Without the extension every statement is `auto`.
+ */
+export type Route = 'auto' | 'primary' | 'replica';
+
+const routes = new AsyncLocalStorage<Route>();
+
+/**
+ * Run one Prisma operation with its statements sent by `route`. Prisma's operations are lazy
+ * (a PrismaPromise runs when awaited), so it is awaited here, inside the route's context.
+ */
+export function withRoute<T>(route: Route, fn: () => PromiseLike<T>): Promise<T> {
+  return routes.run(route, async () => await fn());
+}
+
+export function currentRoute(): Route {
+  return routes.getStore() ?? 'auto';
+}
+
+/** Which adapter call a statement comes from: `queryRaw` returns rows, `executeRaw` a count. */
+export type StatementCall = 'query' | 'execute';
+
+const calls = new AsyncLocalStorage<StatementCall>();
+
+export function withCall<T>(call: StatementCall, fn: () => T): T {
+  return calls.run(call, fn);
+}
+
+/**
+ * Whether a statement outside a transaction goes through `router.read`: under `replica` always,
+ * under `auto` only when it comes from `queryRaw`, starts with `select` or `with`, and has no
+ * write, lock or sequence call in it (`mayRunOnReplica`). Everything else, including statements
+ * whose adapter call is unknown (`executeScript`), goes to the primary.
+ */
+export function isRoutedRead(sql: string): boolean {
+  const route = currentRoute();
+  if (route === 'replica') return true;
+  if (route === 'primary' || calls.getStore() !== 'query') return false;
+  return (
+    /^[\s(]*(select|with)\b/i.test(stripLeadingComments(sql)) && mayRunOnReplica(sql, 'postgres')
+  );
+}
+
+function stripLeadingComments(sql: string): string {
+  let text = sql.trimStart();
+  for (;;) {
+    if (text.startsWith('--')) {
+      const end = text.indexOf('\n');
+      text = end === -1 ? '' : text.slice(end + 1).trimStart();
+    } else if (text.startsWith('/*')) {
+      const end = text.indexOf('*/');
+      text = end === -1 ? '' : text.slice(end + 2).trimStart();
+    } else {
+      return text;
+    }
+  }
+}

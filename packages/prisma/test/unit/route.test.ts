@@ -1,0 +1,45 @@
+/** Which statements the adapter sends through `router.read` (no database needed). */
+import { ConfigError } from '@tidemark/core';
+import { describe, expect, it } from 'vitest';
+import { PrismaTidemark, readReplicas } from '../../src/index.js';
+import { isRoutedRead, withCall, withRoute } from '../../src/route.js';
+
+const SELECT = 'SELECT "public"."orders"."id" FROM "public"."orders" WHERE "customer" = $1';
+
+describe('isRoutedRead', () => {
+  it('auto: selects from queryRaw only, without writes, locks or sequence calls', async () => {
+    const read = (sql: string) => withCall('query', async () => isRoutedRead(sql));
+    expect(await read(SELECT)).toBe(true);
+    expect(await read(`  /* c */ -- c\n WITH x AS (SELECT 1) SELECT * FROM x`)).toBe(true);
+    expect(await read(`(SELECT 1)`)).toBe(true);
+    expect(await read(`${SELECT} FOR UPDATE`)).toBe(false);
+    expect(await read(`INSERT INTO "orders" ("customer") VALUES ($1) RETURNING "id"`)).toBe(false);
+    expect(await read(`WITH x AS (DELETE FROM orders RETURNING id) SELECT * FROM x`)).toBe(false);
+    expect(await read(`SELECT nextval('orders_id_seq')`)).toBe(false);
+    expect(await read(`SET search_path TO x`)).toBe(false);
+    expect(await withCall('execute', async () => isRoutedRead(SELECT))).toBe(false);
+    expect(isRoutedRead(SELECT)).toBe(false); // no adapter call known: executeScript
+  });
+
+  it('the route of the operation wins: primary never reads, replica always does', async () => {
+    expect(
+      await withRoute('primary', () => withCall('query', async () => isRoutedRead(SELECT))),
+    ).toBe(false);
+    expect(
+      await withRoute('replica', () =>
+        withCall('execute', async () => isRoutedRead('DELETE FROM x')),
+      ),
+    ).toBe(true);
+  });
+});
+
+describe('misuse', () => {
+  it('PrismaTidemark needs a router; readReplicas needs the router an adapter was built over', () => {
+    expect(() => PrismaTidemark(undefined as never)).toThrow(ConfigError);
+    expect(() => PrismaTidemark({} as never)).toThrow(ConfigError);
+    const router = { cluster: 'main', read: async () => 1, write: async () => 1 } as never;
+    expect(() => readReplicas({ router })).toThrow(ConfigError);
+    PrismaTidemark(router);
+    expect(() => readReplicas({ router })).not.toThrow();
+  });
+});
