@@ -867,14 +867,59 @@ export class Router<P, C> {
       try {
         return { result: await attempt(final), final, waitedMs, retried: true };
       } catch (retryError) {
-        if (this.isRetryable(retryError)) this.noteReadFailure(final.route.target, retryError);
-        throw new TidemarkError(
-          ErrorCode.ReadFailed,
-          `Read failed on ${route.target} and on the retry on ${final.route.target}; check that the cluster "${this.cluster}" is reachable.`,
-          { retryable: true, cause: retryError },
-        );
+        const failed = () =>
+          new TidemarkError(
+            ErrorCode.ReadFailed,
+            `Read failed on ${route.target} and on the retry on ${final.route.target}; check that the cluster "${this.cluster}" is reachable.`,
+            { retryable: true, cause: retryError },
+          );
+        if (!this.isRetryable(retryError)) throw failed();
+        this.noteReadFailure(final.route.target, retryError);
+        const last = await this.lastResortOnPrimary(route.target, final, started, options);
+        if (!last) throw failed();
+        try {
+          return { result: await attempt(last), final: last, waitedMs, retried: true };
+        } catch (lastError) {
+          if (this.isRetryable(lastError)) this.noteReadFailure(PRIMARY, lastError);
+          throw failed();
+        }
       }
     }
+  }
+
+  /**
+   * Two replicas failed one read in a row (invariant 6): several replicas going down at once,
+   * faster than the monitor can see. A third replica may be down too; the primary covers every
+   * position, so the read gets one last attempt there, under the fallback cap like any other
+   * fallback. Undefined (the read fails) when a node that failed was the primary, fallback is
+   * off, or the cap refuses.
+   */
+  private async lastResortOnPrimary(
+    first: string,
+    retry: Decided<P>,
+    started: number,
+    options: ReadOptions,
+  ): Promise<Decided<P> | undefined> {
+    if (first === PRIMARY || retry.route.target === PRIMARY || !this.fallbackLimit)
+      return undefined;
+    const required = retry.token.kind === 'position' ? retry.token.position : undefined;
+    let route: Route;
+    try {
+      route = await this.fallback(
+        required === undefined ? 'primary-no-replica' : 'primary-fallback',
+        required,
+        started,
+        options.signal,
+        retry.route.target,
+      );
+    } catch {
+      return undefined;
+    }
+    if (route.target !== PRIMARY) {
+      route.release?.();
+      return undefined;
+    }
+    return { route, token: retry.token };
   }
 
   /**

@@ -97,20 +97,40 @@ describe('read retry', () => {
     expect(f.adapter.readTargets()).toEqual(['r1']);
   });
 
-  it('throws TIDEMARK_READ_FAILED when the retry fails too, and reports both replicas', async () => {
+  it('after two replicas fail one read, a last attempt goes to the primary; both replicas are reported', async () => {
+    const f = await routerFixture();
+    f.adapter.replica('r1').readFailures.push(new ScriptedConnectionError('first reset'));
+    f.adapter.replica('r2').readFailures.push(new ScriptedConnectionError('second reset'));
+    const result = await f.router.readDetailed(new Session(), async (c) => c.target);
+    expect(result.value).toBe('primary');
+    expect(result.decision).toMatchObject({ target: 'primary', reason: 'primary-no-replica' });
+    expect(f.adapter.readTargets()).toEqual(['r1', 'r2', 'primary']);
+    expect(f.router.monitor.state('r1')?.reachable).toBe(false);
+    expect(f.router.monitor.state('r2')?.reachable).toBe(false);
+    expect(f.router.metrics()).toMatchObject({ reads: 1, primaryReads: 1, retries: 2 });
+  });
+
+  it('throws TIDEMARK_READ_FAILED when the primary fails that last attempt too (control: two failures alone are served)', async () => {
     const f = await routerFixture();
     const second = new ScriptedConnectionError('second reset');
     f.adapter.replica('r1').readFailures.push(new ScriptedConnectionError('first reset'));
     f.adapter.replica('r2').readFailures.push(second);
+    f.adapter.primary.readFailures.push(new ScriptedConnectionError('primary reset'));
     const error = (await f.read(new Session()).catch((e: unknown) => e)) as TidemarkError;
     expect(error).toBeInstanceOf(TidemarkError);
     expect(error.code).toBe('TIDEMARK_READ_FAILED');
     expect(error.retryable).toBe(true);
     expect(error.cause).toBe(second);
-    expect(f.adapter.readTargets()).toEqual(['r1', 'r2']);
-    expect(f.router.monitor.state('r1')?.reachable).toBe(false);
-    expect(f.router.monitor.state('r2')?.reachable).toBe(false);
+    expect(f.adapter.readTargets()).toEqual(['r1', 'r2', 'primary']);
     expect(f.router.metrics().reads).toBe(0);
+  });
+
+  it('with fallback off, two failed replicas fail the read (no primary attempt)', async () => {
+    const f = await routerFixture({ router: { fallback: { enabled: false } } });
+    f.adapter.replica('r1').readFailures.push(new ScriptedConnectionError('first reset'));
+    f.adapter.replica('r2').readFailures.push(new ScriptedConnectionError('second reset'));
+    await expect(f.read(new Session())).rejects.toMatchObject({ code: 'TIDEMARK_READ_FAILED' });
+    expect(f.adapter.readTargets()).toEqual(['r1', 'r2']);
   });
 
   it('a failed primary read is not retried on a replica that does not cover the position', async () => {
