@@ -1,7 +1,13 @@
-import type { RouterOptions } from '@tidemark/core';
+import type { RouteDecision, RouterOptions } from '@tidemark/core';
 import { Router } from '@tidemark/core';
 import type { Adapter, PositionCodec } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
+import {
+  type NaiveOrders,
+  type OrderClient,
+  type RoutedOrders,
+  routedThroughDoor,
+} from './front-door.js';
 import { NaiveRouter } from './naive.js';
 import { type ReadTrace, traceAdapter } from './traced-adapter.js';
 import type { AdapterNeeds, ConformanceTarget, Workload } from './types.js';
@@ -20,6 +26,8 @@ export interface RouterHandle<P, C> {
   readonly codec: PositionCodec<P>;
   /** Every bounded wait the router ran, from its `wait` events. */
   readonly waits: WaitTrace[];
+  /** Every routing decision the router announced (`decision` events), in order. */
+  readonly decisions: RouteDecision[];
 }
 
 /** One bounded wait, as the router reported it. */
@@ -40,6 +48,16 @@ export interface ScenarioContext<P, C> {
   router(config?: RouterConfig<P, C>, needs?: AdapterNeeds): Promise<RouterHandle<P, C>>;
   /** The control router over a fresh adapter. */
   naive(): NaiveRouter<P, C>;
+  /**
+   * Orders written and read through `handle`'s router: with the router's callbacks and the
+   * target's workload, or through the target's front door (an ORM over the router).
+   */
+  orders(handle: RouterHandle<P, C>): Promise<RoutedOrders>;
+  /**
+   * Orders with no Tidemark: the naive router, or the front door's own replica helper. Where an
+   * anomaly exists, this must show it.
+   */
+  naiveOrders(): Promise<NaiveOrders>;
   /** An adapter for probes only (catch-up checks); rebuilt after topology changes. */
   inspector(): Adapter<P, C>;
   /** A fresh adapter of the target's, closed with the context (the adapter contract's subject). */
@@ -69,6 +87,10 @@ export function createContext<P, C>(
 ): ScenarioContext<P, C> {
   const closers: Array<() => Promise<void>> = [];
   let inspector: Adapter<P, C> | undefined;
+  const track = (client: OrderClient): OrderClient => {
+    closers.push(() => client.close());
+    return client;
+  };
   return {
     target,
     cluster,
@@ -85,13 +107,51 @@ export function createContext<P, C>(
       router.events.on('wait', ({ replica, waitedMs, reached, serverSide }) => {
         waits.push({ replica, waitedMs, reached, serverSide });
       });
+      const decisions: RouteDecision[] = [];
+      router.events.on('decision', (decision) => {
+        decisions.push(decision);
+      });
       await router.ready();
-      return { router, reads: traced.reads, codec: traced.adapter.codec, waits };
+      return { router, reads: traced.reads, codec: traced.adapter.codec, waits, decisions };
     },
     naive() {
       const naive = new NaiveRouter(target.createAdapter(cluster));
       closers.push(() => naive.close());
       return naive;
+    },
+    async orders(handle) {
+      const { workload, frontDoor } = target;
+      if (frontDoor) {
+        const client = track(await frontDoor.open(handle.router, cluster));
+        return routedThroughDoor(handle, client);
+      }
+      return {
+        insertOrder: (session, order) =>
+          handle.router.write(session, (c) => workload.insertOrder(c, order)),
+        async ordersOf(session, customer) {
+          const { value, decision } = await handle.router.readDetailed(session, (c) =>
+            workload.ordersOf(c, customer),
+          );
+          return { ids: value, decision };
+        },
+      };
+    },
+    async naiveOrders() {
+      const { workload, frontDoor } = target;
+      if (frontDoor) {
+        const client = track(await frontDoor.openNaive(cluster));
+        return {
+          insertOrder: (order) => client.insertOrder(order),
+          ordersOf: (c) => client.ordersOf(c),
+        };
+      }
+      const naive = new NaiveRouter(target.createAdapter(cluster));
+      closers.push(() => naive.close());
+      return {
+        insertOrder: (order) => naive.write((c) => workload.insertOrder(c, order)),
+        ordersOf: async (customer) =>
+          (await naive.read((c) => workload.ordersOf(c, customer))).value,
+      };
     },
     inspector() {
       if (!inspector) {

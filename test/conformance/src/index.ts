@@ -6,6 +6,14 @@ export {
   type ScenarioContext,
   type WaitTrace,
 } from './context.js';
+export {
+  type FrontDoor,
+  type NaiveOrders,
+  type OrderClient,
+  type RoutedOrders,
+  type RoutedRead,
+  throughFrontDoor,
+} from './front-door.js';
 export { type NaiveRead, NaiveRouter } from './naive.js';
 export { formatFailures, formatLine, formatSummary } from './report.js';
 export {
@@ -21,6 +29,7 @@ export {
   adapterContract,
   allScenarios,
   CONTRACT_GROUP,
+  frontDoorScenarios,
   scenarios,
   selectScenarios,
 } from './scenarios/index.js';

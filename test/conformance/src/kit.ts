@@ -41,8 +41,25 @@ export function isRouterError(error: unknown): boolean {
   return isTidemarkError(error) && ROUTER_CODES.has(error.code);
 }
 
+/**
+ * The Tidemark error in `error` or its `cause` chain: integrations may wrap what the router threw
+ * (Drizzle wraps driver errors in a DrizzleQueryError whose cause is the original).
+ */
+export function tidemarkErrorIn(error: unknown): Error | undefined {
+  let current = error;
+  for (let depth = 0; depth < 8 && current !== undefined && current !== null; depth++) {
+    if (isTidemarkError(current)) return current;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** The error's name and message, with its causes (integrations wrap the database's error). */
 export function errorText(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const cause = (error as { cause?: unknown }).cause;
+  const text = `${error.name}: ${error.message}`;
+  return cause === undefined ? text : `${text} [cause: ${errorText(cause)}]`;
 }
 
 /** The session's position for the suite's cluster, decoded with the router's codec. */

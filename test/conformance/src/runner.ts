@@ -9,6 +9,7 @@ export async function prepareCluster(target: AnyConformanceTarget): Promise<Clus
   const cluster = await target.startCluster();
   try {
     await target.workload.setup(cluster);
+    await target.frontDoor?.setup?.(cluster);
     const ctx = createContext(target, cluster, () => undefined);
     try {
       await waitForCatchUp(ctx);

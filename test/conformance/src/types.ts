@@ -1,5 +1,6 @@
 import type { Adapter } from '@tidemark/core/adapter';
 import type { Cluster, ClusterCapability } from '@tidemark/test-clusters';
+import type { FrontDoor } from './front-door.js';
 
 /** One row of the workload every scenario writes and reads. */
 export interface Order {
@@ -96,6 +97,11 @@ export interface ConformanceTarget<P, C> {
    * fails every scenario.
    */
   unavailableReason?(): Promise<string | undefined>;
+  /**
+   * Set by `throughFrontDoor`: scenarios that write and read orders do so through this
+   * integration (an ORM over the router) and use its own replica helper as the control.
+   */
+  readonly frontDoor?: FrontDoor;
 }
 
 /** A target with its position and connection types erased, as the registry holds them. */

@@ -32,6 +32,18 @@ export const scenarios: readonly Scenario[] = [
 ];
 
 /**
+ * The scenarios that only write and read orders (through `ctx.orders` and `ctx.naiveOrders`),
+ * so they run unchanged through an integration (`throughFrontDoor`): read-your-writes at idle
+ * and with replay paused, monotonic reads, the fallback cap and both degraded modes.
+ */
+export const frontDoorScenarios: readonly Scenario[] = [
+  rywIdle,
+  pausedReplay,
+  monotonicReads,
+  fallbackCap,
+];
+
+/**
  * What a full run runs: the adapter contract (`contract-*`, checks at the adapter's own
  * boundary) first, then the scenarios through the router.
  */

@@ -15,30 +15,30 @@ export const rywIdle: Scenario = {
   summary: 'each write followed at once by a read of the own orders: router 0 misses',
   freshCluster: false,
   async run(ctx) {
-    const { workload } = ctx;
     const handle = await ctx.router();
     const { router } = handle;
+    const orders = await ctx.orders(handle);
     let routerMisses = 0;
     for (let s = 0; s < SESSIONS; s++) {
       const session = new Session();
       const customer = ctx.nextId();
       for (let i = 0; i < WRITES_PER_SESSION; i++) {
         const order = newOrder(ctx, customer, `ryw ${s}/${i}`);
-        await router.write(session, (c) => workload.insertOrder(c, order));
-        const ids = await router.read(session, (c) => workload.ordersOf(c, customer));
+        await orders.insertOrder(session, order);
+        const { ids } = await orders.ordersOf(session, customer);
         if (!ids.includes(order.id)) routerMisses++;
       }
     }
 
-    const naive = ctx.naive();
+    const naive = await ctx.naiveOrders();
     let controlMisses = 0;
     for (let s = 0; s < SESSIONS; s++) {
       const customer = ctx.nextId();
       for (let i = 0; i < WRITES_PER_SESSION; i++) {
         const order = newOrder(ctx, customer, `ryw control ${s}/${i}`);
-        await naive.write((c) => workload.insertOrder(c, order));
-        const { value } = await naive.read((c) => workload.ordersOf(c, customer));
-        if (!value.includes(order.id)) controlMisses++;
+        await naive.insertOrder(order);
+        const ids = await naive.ordersOf(customer);
+        if (!ids.includes(order.id)) controlMisses++;
       }
     }
 
