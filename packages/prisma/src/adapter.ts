@@ -12,7 +12,7 @@ import type {
 import { ConfigError, maybeCurrentSession, Session } from '@tidemark/core';
 import pg from 'pg';
 import { PrismaErrorCode, TidemarkPrismaError } from './errors.js';
-import { isRoutedRead, withCall } from './route.js';
+import { isRoutedRead, noteRouterError, withCall } from './route.js';
 
 /**
  * What the adapter needs of a `@tidemark/core` Router over `@tidemark/pg` (its connections are
@@ -129,9 +129,13 @@ export function PrismaTidemark(
       const pool = new FacadePool({
         query: (query) => {
           const run = (connection: pg.PoolClient) => connection.query(query as pg.QueryConfig);
-          return isRoutedRead(textOf(query))
+          const routed = isRoutedRead(textOf(query))
             ? router.read(session(), run)
             : router.write(session(), run, { transaction: false });
+          return routed.catch((error: unknown) => {
+            noteRouterError(error);
+            throw error;
+          });
         },
         connect: () =>
           Promise.reject(

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mayRunOnReplica } from '@tidemark/core';
+import { isTidemarkError, mayRunOnReplica, type TidemarkError } from '@tidemark/core';
 
 /**
  * Where the statements of one Prisma operation go, set by the `readReplicas` extension around the
@@ -9,18 +9,47 @@ import { mayRunOnReplica } from '@tidemark/core';
  */
 export type Route = 'auto' | 'primary' | 'replica';
 
-const routes = new AsyncLocalStorage<Route>();
+/** One operation under the extension: its route, and the router's error if one of its statements had one. */
+interface Operation {
+  readonly route: Route;
+  routerError?: TidemarkError;
+}
+
+const operations = new AsyncLocalStorage<Operation>();
 
 /**
  * Run one Prisma operation with its statements sent by `route`. Prisma's operations are lazy
  * (a PrismaPromise runs when awaited), so it is awaited here, inside the route's context.
+ *
+ * Prisma turns an error thrown by a driver adapter into a `PrismaClientKnownRequestError` that
+ * keeps the code and message but not the class, `retryable` or the error's own fields. When the
+ * operation failed with the code of an error the router raised for one of its statements, that
+ * error is thrown instead, so callers catch `ReplicasBehindError` (and the rest) as they would
+ * from `router.read`.
  */
 export function withRoute<T>(route: Route, fn: () => PromiseLike<T>): Promise<T> {
-  return routes.run(route, async () => await fn());
+  const operation: Operation = { route };
+  return operations.run(operation, async () => {
+    try {
+      return await fn();
+    } catch (error) {
+      const routerError = operation.routerError;
+      if (routerError && (error as { code?: unknown } | null)?.code === routerError.code) {
+        throw routerError;
+      }
+      throw error;
+    }
+  });
+}
+
+/** Keep the router's error for the operation that is running (see `withRoute`). */
+export function noteRouterError(error: unknown): void {
+  const operation = operations.getStore();
+  if (operation && isTidemarkError(error)) operation.routerError = error;
 }
 
 export function currentRoute(): Route {
-  return routes.getStore() ?? 'auto';
+  return operations.getStore()?.route ?? 'auto';
 }
 
 /** Which adapter call a statement comes from: `queryRaw` returns rows, `executeRaw` a count. */

@@ -3,7 +3,8 @@
 // run and by integrations that run the suite through their front door.
 import { type Cluster, providerCapabilities } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { formatFailures } from './report.js';
+import { type FrontDoor, throughFrontDoor } from './front-door.js';
+import { formatFailures, formatLine, formatSummary } from './report.js';
 import {
   failedToStart,
   missingCapabilities,
@@ -13,6 +14,8 @@ import {
   runScenario,
 } from './runner.js';
 import type { Scenario } from './scenario.js';
+import { frontDoorScenarios } from './scenarios/index.js';
+import { loadTarget } from './targets/index.js';
 import type { AnyConformanceTarget, ScenarioReport } from './types.js';
 
 export interface DescribeTargetOptions {
@@ -91,5 +94,54 @@ export function describeConformanceTarget(options: DescribeTargetOptions): void 
         expect(report.result).toBe('pass');
       });
     }
+  });
+}
+
+export interface FrontDoorSuiteOptions {
+  /** The tool's name in titles and messages (`Drizzle`). */
+  readonly tool: string;
+  /** Cluster targets the integration supports; TIDEMARK_TARGETS is narrowed to these. */
+  readonly supported: readonly string[];
+  /** What runs when TIDEMARK_TARGETS is unset. */
+  readonly defaults: readonly string[];
+  /** The integration's front door for one cluster target. */
+  door(target: string): FrontDoor;
+}
+
+/**
+ * The front-door scenarios through an integration, on every supported target TIDEMARK_TARGETS
+ * names (or the defaults), each reported as `<target>+<door>` with the suite's report lines and
+ * summary. Naming no supported target is a loud skip, never a pass.
+ */
+export function describeThroughFrontDoor(options: FrontDoorSuiteOptions): void {
+  const requested = process.env['TIDEMARK_TARGETS'];
+  const targets = (requested ?? options.defaults.join(','))
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => options.supported.includes(t));
+  const reports: ScenarioReport[] = [];
+  if (targets.length === 0) {
+    const reason = `TIDEMARK_TARGETS=${JSON.stringify(requested)} names none of ${options.supported.join(', ')}`;
+    console.warn(`\n*** conformance through ${options.tool} SKIPPED, NOT PASSED: ${reason} ***\n`);
+    describe(`conformance through ${options.tool}`, () => {
+      it.skip(`SKIPPED (not a pass): ${reason}`, () => undefined);
+    });
+    return;
+  }
+  for (const name of targets) {
+    const door = options.door(name);
+    describeConformanceTarget({
+      name: `${name}+${door.name}`,
+      clusterTarget: name,
+      load: async () => throughFrontDoor(await loadTarget(name), door),
+      scenarios: frontDoorScenarios,
+      record(report) {
+        reports.push(report);
+        console.log(formatLine(report));
+      },
+    });
+  }
+  afterAll(() => {
+    if (reports.length > 0) console.log(formatSummary(reports));
   });
 }

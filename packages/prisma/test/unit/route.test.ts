@@ -1,8 +1,8 @@
 /** Which statements the adapter sends through `router.read` (no database needed). */
-import { ConfigError } from '@tidemark/core';
+import { ConfigError, ReplicasBehindError } from '@tidemark/core';
 import { describe, expect, it } from 'vitest';
 import { PrismaTidemark, readReplicas } from '../../src/index.js';
-import { isRoutedRead, withCall, withRoute } from '../../src/route.js';
+import { isRoutedRead, noteRouterError, withCall, withRoute } from '../../src/route.js';
 
 const SELECT = 'SELECT "public"."orders"."id" FROM "public"."orders" WHERE "customer" = $1';
 
@@ -41,5 +41,30 @@ describe('misuse', () => {
     expect(() => readReplicas({ router })).toThrow(ConfigError);
     PrismaTidemark(router);
     expect(() => readReplicas({ router })).not.toThrow();
+  });
+});
+
+describe('withRoute: the router error reaches the caller', () => {
+  // What Prisma throws for an adapter error: its own class, with the code and message copied.
+  const wrapped = (code: string) => Object.assign(new Error('Invalid invocation'), { code });
+
+  it('rethrows the router error of the operation when Prisma wrapped it', async () => {
+    const behind = new ReplicasBehindError('main', undefined, 12);
+    const failing = withRoute('auto', async () => {
+      noteRouterError(behind);
+      throw wrapped(behind.code);
+    });
+    await expect(failing).rejects.toBe(behind);
+  });
+
+  it("keeps Prisma's error when it is about something else", async () => {
+    const other = wrapped('P2002');
+    const failing = withRoute('auto', async () => {
+      noteRouterError(new ReplicasBehindError('main', undefined, 12));
+      throw other;
+    });
+    await expect(failing).rejects.toBe(other);
+    // Outside an operation nothing is kept.
+    expect(() => noteRouterError(new ReplicasBehindError('main', undefined, 1))).not.toThrow();
   });
 });
