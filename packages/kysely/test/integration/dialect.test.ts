@@ -228,23 +228,45 @@ describe.skipIf(requested.length === 0).each(requested)('%s: Kysely through Tide
           }),
       );
       expect(level.rows[0]?.level.toLowerCase()).toMatch(/serializable/);
-      const trx = await db.startTransaction().execute();
-      const sp = ++customer;
-      await trx.insertInto('orders').values({ customer: sp, note: 'kept' }).execute();
-      const withSavepoint = await trx.savepoint('sp1').execute();
-      await withSavepoint.insertInto('orders').values({ customer: sp, note: 'undone' }).execute();
-      const back = await withSavepoint.rollbackToSavepoint('sp1').execute();
-      await back.commit().execute();
-      const kept = await asCustomer(session, () =>
-        db.selectFrom('orders').select(['note']).where('customer', '=', sp).execute(),
-      );
-      expect(kept).toEqual([{ note: 'kept' }]);
     } finally {
       for (const n of cluster.replicas()) await cluster.resumeReplay(n.name);
       // The monitor would see the resume at its next poll; the next test should not wait for it.
       await router.monitor.refresh();
     }
   });
+
+  // Controlled transactions (`startTransaction`, savepoints) came with Kysely 0.28; the oldest
+  // supported version (scripts/integrations/oldest.sh) has only `transaction().execute()`.
+  const controlled = typeof Kysely.prototype.startTransaction === 'function';
+  if (!controlled) {
+    console.warn(
+      '\n*** controlled transactions NOT TESTED (not a pass): this Kysely has no startTransaction (added in 0.28). ***\n',
+    );
+  }
+  it.skipIf(!controlled)(
+    'controlled transactions: a savepoint rolled back, the rest committed and read back',
+    async () => {
+      const session = new Session();
+      const sp = ++customer;
+      // Replay paused: the read below sees the commit only if its position reached the session
+      // the transaction began in.
+      for (const n of cluster.replicas()) await cluster.pauseReplay(n.name);
+      await asCustomer(session, async () => {
+        const trx = await db.startTransaction().execute();
+        await trx.insertInto('orders').values({ customer: sp, note: 'kept' }).execute();
+        const withSavepoint = await trx.savepoint('sp1').execute();
+        await withSavepoint.insertInto('orders').values({ customer: sp, note: 'undone' }).execute();
+        const back = await withSavepoint.rollbackToSavepoint('sp1').execute();
+        await back.commit().execute();
+      });
+      const kept = await asCustomer(session, () =>
+        db.selectFrom('orders').select(['note']).where('customer', '=', sp).execute(),
+      );
+      expect(kept).toEqual([{ note: 'kept' }]);
+      for (const n of cluster.replicas()) await cluster.resumeReplay(n.name);
+      await router.monitor.refresh();
+    },
+  );
 
   it('misuse gets typed errors', async () => {
     const driver = new TidemarkDialect({
