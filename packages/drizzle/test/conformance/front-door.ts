@@ -74,33 +74,24 @@ function mysqlNodes(cluster: Cluster) {
 type PgReplicated = PgWithReplicas<ReturnType<typeof pgNodes>['primary']>;
 type MysqlReplicated = MySQLWithReplicas<ReturnType<typeof mysqlNodes>['primary']>;
 
-function pgClient(db: PgReplicated, close: () => Promise<void>): OrderClient {
-  const o = pgOrders;
+/**
+ * The two queries, spelled the same way on both flavours. Drizzle's MySQL builders take the same
+ * arguments as its PostgreSQL ones and differ in types only, so a MySQL database comes here typed
+ * as a PostgreSQL one (as in the integration tests' ops.ts); what runs is its own dialect.
+ */
+function client(
+  db: PgReplicated | MysqlReplicated,
+  close: () => Promise<void>,
+  flavour: 'pg' | 'mysql',
+): OrderClient {
+  const typed = db as PgReplicated;
+  const o = flavour === 'pg' ? pgOrders : (mysqlOrders as unknown as typeof pgOrders);
   return {
     async insertOrder(order) {
-      await db.insert(o).values(order);
+      await typed.insert(o).values(order);
     },
     async ordersOf(customer) {
-      const rows = await db
-        .select({ id: o.id })
-        .from(o)
-        .where(eq(o.customer, customer))
-        .orderBy(desc(o.id))
-        .limit(20);
-      return rows.map((row) => Number(row.id));
-    },
-    close,
-  };
-}
-
-function mysqlClient(db: MysqlReplicated, close: () => Promise<void>): OrderClient {
-  const o = mysqlOrders;
-  return {
-    async insertOrder(order) {
-      await db.insert(o).values(order);
-    },
-    async ordersOf(customer) {
-      const rows = await db
+      const rows = await typed
         .select({ id: o.id })
         .from(o)
         .where(eq(o.customer, customer))
@@ -119,24 +110,26 @@ export function drizzleFrontDoor(flavour: 'pg' | 'mysql'): FrontDoor {
     open(router: Router<unknown, unknown>, cluster) {
       if (flavour === 'pg') {
         const nodes = pgNodes(cluster);
-        return pgClient(
+        return client(
           tidemarkPgReplicas(nodes.primary, nodes.replicas, { router: router as never }),
           nodes.close,
+          flavour,
         );
       }
       const nodes = mysqlNodes(cluster);
-      return mysqlClient(
+      return client(
         tidemarkMysqlReplicas(nodes.primary, nodes.replicas, { router: router as never }),
         nodes.close,
+        flavour,
       );
     },
     openNaive(cluster) {
       if (flavour === 'pg') {
         const nodes = pgNodes(cluster);
-        return pgClient(drizzlePgReplicas(nodes.primary, nodes.replicas), nodes.close);
+        return client(drizzlePgReplicas(nodes.primary, nodes.replicas), nodes.close, flavour);
       }
       const nodes = mysqlNodes(cluster);
-      return mysqlClient(drizzleMysqlReplicas(nodes.primary, nodes.replicas), nodes.close);
+      return client(drizzleMysqlReplicas(nodes.primary, nodes.replicas), nodes.close, flavour);
     },
   };
 }
