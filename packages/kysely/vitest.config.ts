@@ -1,10 +1,20 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // The README snippets import the package by name: run them against this source.
+    alias: [
+      {
+        find: /^@tidemark\/kysely$/,
+        replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)),
+      },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
-    // Integration tests start real servers (PostgreSQL, Redis, app processes): one file at a
-    // time on a 2-core machine.
+    // Integration tests start real servers (PostgreSQL, MySQL): one file at a time on a 2-core
+    // machine.
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 120_000,
