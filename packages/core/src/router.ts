@@ -57,6 +57,7 @@ import {
 import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/types.js';
 import { bestEffortReplica, planRead, type ReadPlan } from './plan.js';
 import type { PositionCodec } from './position.js';
+import { RateLimiter, type RateLimiterOptions } from './rate-limiter.js';
 import {
   type ReplicaLoad,
   type SelectionName,
@@ -74,7 +75,6 @@ import {
   type ShadowReport,
 } from './shadow.js';
 import { assertClusterName, TokenCodec } from './token.js';
-import { TokenBucket, type TokenBucketOptions } from './token-bucket.js';
 import { BoundedWait } from './wait.js';
 import { AutoBudget, constantBudget, type WaitBudget } from './wait-budget.js';
 
@@ -149,8 +149,8 @@ export interface RouterOptions<P, C> {
      * lost positions cannot spend the cap honest sessions rely on. Above it those reads get
      * their typed error. Default 10 per second, burst 10.
      */
-    otherHistory?: Partial<TokenBucketOptions>;
-  } & Partial<TokenBucketOptions>; // ratePerSecond, burst: no bucket unless one of them is set
+    otherHistory?: Partial<RateLimiterOptions>;
+  } & Partial<RateLimiterOptions>; // ratePerSecond, burst: no bucket unless one of them is set
   /**
    * Above the fallback cap: `error` throws {@link ReplicasBehindError} (retryable, with an ETA),
    * `stale` serves from the best replica and marks the decision stale. Default `error`.
@@ -319,13 +319,13 @@ export class Router<P, C> {
   /** One watcher per replica, shared by every read waiting on it (and by shadow predictions). */
   private readonly catchUp: CatchUpWatchers<P>;
   /** Token bucket on primary fallbacks, only when the options set a rate or a burst. */
-  private readonly bucket: TokenBucket | undefined;
+  private readonly bucket: RateLimiter | undefined;
   private readonly fallbackLimit: ConcurrencyLimit | undefined;
   private readonly fallbackQueueMs: number;
   /** Reads this router has running per target (replica id or `primary`). */
   private readonly inFlight = new Map<string, number>();
   private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
-  private readonly otherHistoryBucket: TokenBucket | undefined;
+  private readonly otherHistoryBucket: RateLimiter | undefined;
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
   private readonly otherHistory: 'error' | 'primary';
@@ -362,7 +362,7 @@ export class Router<P, C> {
       options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;
     this.bucket =
       fallbackEnabled && bucketSet
-        ? new TokenBucket(
+        ? new RateLimiter(
             {
               ratePerSecond: options.fallback?.ratePerSecond ?? 50,
               burst: options.fallback?.burst ?? 50,
@@ -378,7 +378,7 @@ export class Router<P, C> {
       : undefined;
     this.fallbackQueueMs = nonNegative('fallback.queueMs', options.fallback?.queueMs ?? 250);
     this.otherHistoryBucket = fallbackEnabled
-      ? new TokenBucket(
+      ? new RateLimiter(
           {
             ratePerSecond: options.fallback?.otherHistory?.ratePerSecond ?? 10,
             burst: options.fallback?.otherHistory?.burst ?? 10,

@@ -125,7 +125,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   private readonly setupTrips = tripCounter();
   private readonly writeSetup: SessionSetup;
   private readonly readSetup: SessionSetup;
-  private readonly timeline: PrimarySamples<P>;
+  private readonly primarySamples: PrimarySamples<P>;
   private readonly lifecycle: AdapterLifecycle;
   private primaryIdentity: PrimaryIdentity | undefined;
   private captureFallbacks = 0;
@@ -137,7 +137,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     this.flavour = dialect.name;
     this.lifecycle = new AdapterLifecycle(dialect.name);
     this.codec = dialect.codec;
-    this.timeline = new PrimarySamples(dialect.codec);
+    this.primarySamples = new PrimarySamples(dialect.codec);
     this.writeSetup = new SessionSetup(dialect.writeSetupSql, this.setupTrips);
     this.readSetup = new SessionSetup(READ_ONLY_SETUP_SQL, this.setupTrips);
     const connectionLimit = validatePoolSize(options.poolSize);
@@ -265,7 +265,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
         const [rows] = await connection.query(this.dialect.primaryProbeSql);
         const facts = parseWith(() => this.dialect.parsePrimaryProbe(rows), 'the primary probe');
         this.primaryIdentity = facts.identity;
-        this.timeline.note(facts.position, Date.now());
+        this.primarySamples.note(facts.position, Date.now());
         return facts.position;
       },
     );
@@ -367,11 +367,11 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   }): number | undefined {
     // Following nothing (source gone, replication reset): its own view says nothing about how
     // far the primary has moved on, so only the primary's side counts.
-    if (!facts.replicating) return this.timeline.lagSeconds(facts.applied, Date.now());
+    if (!facts.replicating) return this.primarySamples.lagSeconds(facts.applied, Date.now());
     if (!facts.paused && facts.receiving && facts.ownLagSeconds !== undefined) {
       return facts.ownLagSeconds;
     }
-    const estimate = this.timeline.lagSeconds(facts.applied, Date.now());
+    const estimate = this.primarySamples.lagSeconds(facts.applied, Date.now());
     if (facts.ownLagSeconds === undefined) return estimate;
     return estimate === undefined ? facts.ownLagSeconds : Math.max(facts.ownLagSeconds, estimate);
   }

@@ -31,7 +31,12 @@ export type {
 } from '../monitor/types.js';
 export { bestEffortReplica, type PlanInput, planRead, type ReadPlan } from '../plan.js';
 export { type Comparison, POSITION_TEXT_PATTERN, type PositionCodec } from '../position.js';
-export { TokenBucket, type TokenBucketOptions } from '../token-bucket.js';
+export {
+  RateLimiter,
+  type RateLimiterOptions,
+  TokenBucket,
+  type TokenBucketOptions,
+} from '../rate-limiter.js';
 export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from '../transient.js';
 export {
   AdapterError,

@@ -4,6 +4,7 @@ import {
   Emitter,
   isHealthy,
   planRead,
+  RateLimiter,
   TokenBucket,
 } from '../../src/adapter-kit/index.js';
 import {
@@ -46,10 +47,14 @@ function state(
   };
 }
 
-describe('TokenBucket', () => {
+describe('RateLimiter', () => {
+  it('is still exported under its old name, TokenBucket (deprecated)', () => {
+    expect(TokenBucket).toBe(RateLimiter);
+  });
+
   it('starts full, refills at ratePerSecond, and never holds more than burst', async () => {
     const clock = new FakeClock();
-    const bucket = new TokenBucket({ ratePerSecond: 10, burst: 3 }, clock);
+    const bucket = new RateLimiter({ ratePerSecond: 10, burst: 3 }, clock);
     expect(bucket.available()).toBe(3);
     expect([bucket.tryTake(), bucket.tryTake(), bucket.tryTake(), bucket.tryTake()]).toEqual([
       true,
@@ -68,7 +73,7 @@ describe('TokenBucket', () => {
 
   it('allows at most burst + rate * t takes over any interval', async () => {
     const clock = new FakeClock();
-    const bucket = new TokenBucket({ ratePerSecond: 20, burst: 5 }, clock);
+    const bucket = new RateLimiter({ ratePerSecond: 20, burst: 5 }, clock);
     let taken = 0;
     for (let ms = 0; ms < 2000; ms++) {
       while (bucket.tryTake()) taken++;
@@ -87,7 +92,7 @@ describe('TokenBucket', () => {
       { ratePerSecond: 1, burst: 0.5 },
       { ratePerSecond: 1, burst: Number.POSITIVE_INFINITY },
     ]) {
-      expect(() => new TokenBucket(options, systemClock)).toThrow(ConfigError);
+      expect(() => new RateLimiter(options, systemClock)).toThrow(ConfigError);
     }
   });
 });

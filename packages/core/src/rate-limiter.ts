@@ -1,7 +1,7 @@
 import type { Clock } from './clock.js';
 import { ConfigError } from './errors.js';
 
-export interface TokenBucketOptions {
+export interface RateLimiterOptions {
   /** Sustained primary fallbacks allowed per second. */
   ratePerSecond: number;
   /** Fallbacks allowed in a burst (bucket size). */
@@ -9,15 +9,16 @@ export interface TokenBucketOptions {
 }
 
 /**
- * Caps leader fallbacks (invariant 5). Over any interval of length t, at most
+ * Caps leader fallbacks by rate (invariant 5): a token bucket, named for what it limits so that
+ * "token" keeps meaning the session's position token. Over any interval of length t, at most
  * `burst + ratePerSecond * t` takes succeed; the property tests check exactly that bound.
  */
-export class TokenBucket {
+export class RateLimiter {
   private tokens: number;
   private last: number;
 
   constructor(
-    private readonly options: TokenBucketOptions,
+    private readonly options: RateLimiterOptions,
     private readonly clock: Clock,
   ) {
     if (!(options.ratePerSecond >= 0) || !Number.isFinite(options.ratePerSecond)) {
@@ -56,3 +57,10 @@ export class TokenBucket {
     }
   }
 }
+
+/** @deprecated Renamed {@link RateLimiter}; this alias goes in the next minor. */
+export const TokenBucket = RateLimiter;
+/** @deprecated Renamed {@link RateLimiter}; this alias goes in the next minor. */
+export type TokenBucket = RateLimiter;
+/** @deprecated Renamed {@link RateLimiterOptions}. */
+export type TokenBucketOptions = RateLimiterOptions;
