@@ -157,7 +157,7 @@ async function main(): Promise<void> {
   log(`starting ${target} (primary + 1 replica)...`);
   const rows: Row[] = [];
   await withBudgetCluster(async (budgetCluster) => {
-    const { cluster, database } = budgetCluster;
+    const { cluster } = budgetCluster;
     log(cluster.description);
     try {
       for (let run = 1; run <= runs; run++) {
