@@ -158,7 +158,7 @@ describe("router with wait: { budgetMs: 'auto' } on the scripted cluster", () =>
         await f.clock.run(f.clock.sleep(300 - (f.clock.now() - started)));
         // The same customer's next page, 300 ms after the write: 100 ms of replay are left.
         started = f.clock.now();
-        ({ decision } = await f.read(Session.fromToken(session.toTokenData())));
+        ({ decision } = await f.read(session));
         older.push({ reason: decision.reason, ms: f.clock.now() - started });
         await f.clock.run(f.clock.sleep(200));
       }
