@@ -1,5 +1,6 @@
 /**
- * `pnpm bench:budget [--orders N] [--delays 0,5,50,500] [--rate N] [--runs K] [--db T] [--json]`:
+ * `pnpm bench:budget [--orders N] [--delays 0,5,50,500] [--budgets 0,50,250,auto] [--rate N]
+ * [--runs K] [--db T] [--json]`:
  * wait budgets, constant or learned, on the Bookstore with replay delayed on purpose. For each
  * injected delay on the replica (PostgreSQL `recovery_min_apply_delay`; MySQL `SOURCE_DELAY`,
  * whole seconds only) the Bookstore runs through the tidemark strategy once per budget (0, 50,
@@ -35,6 +36,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     runs: { type: 'string', default: '1' },
     db: { type: 'string', default: 'pg18' },
+    budgets: { type: 'string', default: '0,50,250,auto' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -58,7 +60,14 @@ if (target === 'mysql97' && delays.some((d) => d % 1000 !== 0)) {
     'MySQL delays replay in whole seconds (SOURCE_DELAY): give --delays in multiples of 1000',
   );
 }
-const BUDGETS: ReadonlyArray<number | 'auto'> = [0, 50, 250, 'auto'];
+const BUDGETS: ReadonlyArray<number | 'auto'> = (values.budgets as string)
+  .split(',')
+  .map((text) => {
+    if (text === 'auto') return 'auto';
+    const ms = Number(text);
+    if (!(Number.isFinite(ms) && ms >= 0)) throw new Error(`--budgets: ${text} is not a budget`);
+    return ms;
+  });
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /** A primary and one replica whose replay can be delayed, and the demo's database code for it. */
