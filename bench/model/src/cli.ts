@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { DEFAULT_OPTIONS, type ModelOptions, type ModelResult, runModel } from './model.js';
 import { REGIMES, type Regime, regimeByName } from './regimes.js';
 import { jsonLines, markdownTable, textTable } from './report.js';
-import { STRATEGIES, type StrategyName } from './strategies.js';
+import { isTidemark, STRATEGIES, type StrategyName } from './strategies.js';
 import { leaderVsLagSvg } from './svg.js';
 
 interface CliOptions {
@@ -163,7 +163,7 @@ class UsageError extends Error {}
  */
 function cost(strategy: StrategyName, regime: Regime): number {
   const lag = regime.lagMs ?? 100;
-  return (strategy === 'tidemark' ? 4 : 1) * (1 + Math.log10(Math.max(1, lag)));
+  return (isTidemark(strategy) ? 4 : 1) * (1 + Math.log10(Math.max(1, lag)));
 }
 
 async function runAll(options: CliOptions): Promise<ModelResult[]> {

@@ -5,6 +5,10 @@
  *   replace is replaced: the clock (virtual), the polling monitor's timer (the same
  *   PollingMonitor code, polling on virtual time) and the random source of the default
  *   `balanced` selection (seeded, for reproducible runs).
+ * - `tidemark-no-lag-bound`: the same Router with one option changed, the staleness bound of the
+ *   health rule lifted (`health: { maxLagSeconds: 3600 }`): what the position mechanism achieves
+ *   by itself, without the default's deliberate rule that a replica more than 10 s behind serves
+ *   no read at all, token or not. The difference to `tidemark` is what that bound costs.
  * - `naive`: a random replica that is up, tokens ignored (the control: it must show stale reads).
  * - `window-2s`: a session's reads go to the primary for 2 s after its write, to a random
  *   replica that is up otherwise.
@@ -26,8 +30,19 @@ import {
 } from './core.js';
 import { Random } from './random.js';
 
-export const STRATEGIES = ['tidemark', 'window-2s', 'naive'] as const;
+export const STRATEGIES = ['tidemark', 'tidemark-no-lag-bound', 'window-2s', 'naive'] as const;
 export type StrategyName = (typeof STRATEGIES)[number];
+
+/** Strategies that run core's real Router. */
+export function isTidemark(name: StrategyName): boolean {
+  return name === 'tidemark' || name === 'tidemark-no-lag-bound';
+}
+
+/**
+ * `tidemark-no-lag-bound`'s `health.maxLagSeconds`: an hour, far above every regime's lag, so
+ * the staleness rule never excludes a replica (the default is 10 s).
+ */
+export const NO_LAG_BOUND_SECONDS = 3_600;
 
 /** How long `window-2s` sends a session's reads to the primary after its write. */
 export const WINDOW_MS = 2_000;
@@ -85,8 +100,8 @@ export function createStrategy(
     readLatencyMs: readLatency(new Random(seed, `latency:${name}`)),
   });
   const random = new Random(seed, `choice:${name}`);
-  return name === 'tidemark'
-    ? tidemark(adapter, random, settings)
+  return isTidemark(name)
+    ? tidemark(adapter, random, settings, name === 'tidemark-no-lag-bound')
     : baseline(adapter, random, name === 'window-2s' ? WINDOW_MS : 0);
 }
 
@@ -94,6 +109,7 @@ function tidemark(
   adapter: SimulatedAdapter,
   random: Random,
   settings: StrategySettings,
+  noLagBound: boolean,
 ): StrategyRun {
   const clock = adapter.simulator.clock;
   const router = new Router<CounterPosition, SimConnection>({
@@ -108,6 +124,7 @@ function tidemark(
     }),
     // The default policy, with a seeded random source instead of Math.random.
     selection: balanced({ random: random.fn }),
+    ...(noLagBound ? { health: { maxLagSeconds: NO_LAG_BOUND_SECONDS } } : {}),
     ...(settings.fallbackMaxConcurrent === undefined
       ? {}
       : { fallback: { maxConcurrent: settings.fallbackMaxConcurrent } }),

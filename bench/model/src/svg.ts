@@ -5,8 +5,8 @@
 import type { ModelResult } from './model.js';
 import type { StrategyName } from './strategies.js';
 
-const WIDTH = 760;
-const MARGIN = { left: 70, right: 180, top: 84 };
+const WIDTH = 790;
+const MARGIN = { left: 70, right: 210, top: 84 };
 const PANEL_HEIGHT = 200;
 const PANEL_GAP = 70;
 const PLOT_WIDTH = WIDTH - MARGIN.left - MARGIN.right;
@@ -33,6 +33,7 @@ interface Series {
 
 const STYLE: Record<StrategyName, { color: string }> = {
   tidemark: { color: '#1f6feb' },
+  'tidemark-no-lag-bound': { color: '#16a34a' },
   'window-2s': { color: '#d97706' },
   naive: { color: '#6b7280' },
 };
@@ -49,8 +50,8 @@ export function leaderVsLagSvg(results: readonly ModelResult[], caption: ChartCa
       .filter((r) => r.strategy === name)
       .map((r): [number, number] => [r.lag_ms!, pick(r)])
       .sort((a, b) => a[0] - b[0]);
-  const strategies = (['tidemark', 'window-2s', 'naive'] as const).filter((name) =>
-    steady.some((r) => r.strategy === name),
+  const strategies = (['tidemark', 'tidemark-no-lag-bound', 'window-2s', 'naive'] as const).filter(
+    (name) => steady.some((r) => r.strategy === name),
   );
   // The oracles depend on the workload and the cluster, not on the strategy: take any run's.
   const oracleSource = strategies[0];

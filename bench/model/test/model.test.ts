@@ -96,6 +96,23 @@ describe('the 20k reads/s model', () => {
     expect(jittered.leader_vs_oracle!).toBeLessThanOrEqual(1.25);
   });
 
+  it('with the staleness bound lifted, tidemark matches the plain oracle where the default pays for its bound', async () => {
+    // Replicas 30 s behind and 15 s of history: past the default's 10 s health limit, so the
+    // default sends every read to the primary, token-less ones included (the policy oracle's
+    // count), while the mechanism alone serves those from replicas (the plain oracle's count).
+    const incident: Partial<ModelOptions> = { warmupMs: 15_000, lagJitterSigma: 0 };
+    const bounded = await run('tidemark', 'lag-30s', incident);
+    const unbounded = await run('tidemark-no-lag-bound', 'lag-30s', incident);
+    expect(unbounded.oracle_leader_reads).toBe(bounded.oracle_leader_reads);
+    expect(bounded.oracle_leader_reads).toBeGreaterThan(0);
+    expect(bounded.policy_oracle_leader_reads).toBeGreaterThan(2 * bounded.oracle_leader_reads);
+    expect(bounded.leader_vs_oracle!).toBeGreaterThan(2);
+    expect(unbounded.stale_reads).toBe(0);
+    expect(unbounded.errors).toBe(0);
+    expect(unbounded.leader_vs_oracle!).toBeGreaterThanOrEqual(1);
+    expect(unbounded.leader_vs_oracle!).toBeLessThanOrEqual(1.05);
+  });
+
   it('runs are reproducible from the seed', async () => {
     const a = await runModel('naive', regimeByName('lag-100ms'), { ...SHORT, durationMs: 500 });
     const b = await runModel('naive', regimeByName('lag-100ms'), { ...SHORT, durationMs: 500 });

@@ -48,6 +48,7 @@ import {
 } from './lease.js';
 import { RouterMetrics } from './metrics.js';
 import { PollingMonitor, type PollingMonitorOptions } from './monitor/polling-monitor.js';
+import { PrimarySamples } from './monitor/primary-samples.js';
 import {
   SharedReplicaView,
   type SharedViewOptions,
@@ -104,9 +105,10 @@ export interface RouterOptions<P, C> {
   wait?: {
     /**
      * Total time one read may wait for replicas to catch up. Default 250 ms; 0 disables.
-     * `'auto'`: learned per replica from the waits this router sees (the 99th percentile of
-     * catch-up times with headroom while waits pay, no wait while they mostly run out), never
-     * above `maxBudgetMs`; see {@link AutoBudget}.
+     * `'auto'`: learned per replica from the waits this router sees, given how old the
+     * position waited for is (the 99th percentile of the catch-up time left, with headroom,
+     * while waits at that age pay; no wait while they mostly run out), never above
+     * `maxBudgetMs`; see {@link AutoBudget}.
      */
     budgetMs?: number | 'auto';
     /** Ceiling of an `'auto'` budget. Default 250 ms. */
@@ -432,6 +434,7 @@ export class Router<P, C> {
       clock: this.clock,
       pollIntervalMs: positive('wait.pollIntervalMs', options.wait?.pollIntervalMs ?? 1),
     });
+    const budget = waitBudget(options.wait);
     this.boundedWait = new BoundedWait<P>({
       adapter: this.adapter,
       codec: this.adapter.codec,
@@ -439,7 +442,8 @@ export class Router<P, C> {
       clock: this.clock,
       selection: this.selection,
       load: this.load,
-      budget: waitBudget(options.wait),
+      budget,
+      ...(budget instanceof AutoBudget ? { ageOf: this.positionAges() } : {}),
       watchers: this.catchUp,
       onWait: (report) => {
         this.counters.recordWait(report.waitedMs, report.reached);
@@ -1575,6 +1579,20 @@ export class Router<P, C> {
     session.raise(this.cluster, this.adapter.codec, position);
   }
 
+  /**
+   * For a learned wait budget: how long ago the primary first held a position, from the
+   * primary positions this router sees (its own writes' captured positions, the monitor's primary
+   * probes) and when it first saw each. 0 for a position newer than all of them.
+   */
+  private positionAges(): (required: P) => number {
+    const seen = new PrimarySamples<P>(this.adapter.codec, POSITION_AGE_SAMPLES);
+    this.monitor.events.on('primary', (position) => seen.note(position, this.clock.now()));
+    return (required) => {
+      const at = seen.seenCovering(required);
+      return at === undefined ? 0 : Math.max(0, this.clock.now() - at);
+    };
+  }
+
   private etaMs(required: P | undefined): number | undefined {
     if (required === undefined) return undefined;
     let best: number | undefined;
@@ -1625,6 +1643,9 @@ function toTokenError(error: unknown): TokenError {
     },
   );
 }
+
+/** Primary positions remembered for the ages a learned wait budget conditions on. */
+const POSITION_AGE_SAMPLES = 256;
 
 function waitBudget(wait: RouterOptions<unknown, unknown>['wait']): WaitBudget {
   const budget = wait?.budgetMs ?? 250;

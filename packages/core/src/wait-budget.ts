@@ -3,8 +3,12 @@
  * has seen (`wait: { budgetMs: 'auto' }`).
  */
 export interface WaitBudget {
-  /** The budget, in ms, of a read about to wait for one of `candidates`; 0: do not wait. */
-  next(candidates: readonly string[]): number;
+  /**
+   * The budget, in ms, of a read about to wait for one of `candidates`; 0: do not wait. `ageMs`:
+   * how long ago the primary first held the position the read needs, as far as the router can
+   * tell (0 when it cannot, or when it is newer than anything the router has seen).
+   */
+  next(candidates: readonly string[], ageMs?: number): number;
   /** What a wait given `budgetMs` did: `replica` caught up after `waitedMs`, or none did. */
   record(candidates: readonly string[], outcome: WaitObservation): void;
   /** False when no read ever waits (a constant 0). */
@@ -16,6 +20,8 @@ export interface WaitObservation {
   readonly reached: string | undefined;
   readonly waitedMs: number;
   readonly budgetMs: number;
+  /** The `ageMs` the budget was asked with (default 0). */
+  readonly ageMs?: number;
 }
 
 /** A fixed budget: `wait: { budgetMs: 250 }`. */
@@ -37,23 +43,37 @@ const MIN_SAMPLES = 10;
 /** Headroom over the observed catch-up times: the budget is p99 x 1.5 + 1 ms. */
 const HEADROOM = 1.5;
 const SLACK_MS = 1;
+/** Waits pay when at least this share of them would catch up within the ceiling. */
+const PAYING_SHARE = 0.5;
+const EPSILON = 1e-9;
 
 interface Sample {
   readonly reached: boolean;
+  /**
+   * How long after the primary held the position the replica applied it (`reached`), or had not
+   * yet applied it when the wait ran out: the read's age plus its wait.
+   */
   readonly ms: number;
 }
 
 /**
- * Budgets from measurements. Per replica, a sliding window of recent waits: how long a replica
- * took to catch up when it did, and that it did not within the budget when it did not (a wait is
- * censored at its budget). A replica whose waits mostly succeed gets the 99th percentile of its
- * catch-up times with headroom (a caught-up read does not wait for what will not come, and one
- * that will come in time gets the time); one whose waits mostly run out gets no wait at all,
- * because waiting then only adds the budget to a read that ends on the primary anyway; one read in
- * `exploreEvery` still waits the ceiling so that a replica that recovers is noticed, and one
- * that does is learned again from scratch. A replica
- * with fewer than 10 waits seen gets the ceiling (learning). A read waiting for several
- * candidates gets the largest of their budgets: any of them may serve it.
+ * Budgets from measurements. Per replica, a sliding window of recent waits, each counted from
+ * when the primary held the position waited for (the read's age, from the router's record of the
+ * primary's positions over time, plus the wait): how long the replica took to apply a position
+ * when it did, and that it had not by the end of a wait that ran out (censored there). From that
+ * window (a Kaplan-Meier estimate, so that waits that ran out early do not hide the catch-ups
+ * that come later), a read whose position is `ageMs` old gets: no wait when fewer than half of
+ * the positions still missing at that age were applied within the ceiling after it, because
+ * waiting then only adds the budget to a read that ends on the primary anyway; otherwise the
+ * 99th percentile of the remaining catch-up time with headroom (x 1.5 + 1 ms), capped by the
+ * ceiling, so a caught-up read does not wait for what will not come and one that will come in
+ * time gets the time. With replay delayed 500 ms and a 250 ms ceiling, a read right after its
+ * write does not wait and a read of a position 300 ms old waits about 200 ms.
+ *
+ * One read in `exploreEvery` whose budget is 0 waits the ceiling, so that a replica that recovers
+ * is noticed, and one that catches up where no wait was expected to pay is learned again from
+ * scratch. A replica with fewer than 10 waits seen gets the ceiling (learning). A read waiting
+ * for several candidates gets the largest of their budgets: any of them may serve it.
  */
 export class AutoBudget implements WaitBudget {
   readonly enabled = true;
@@ -67,9 +87,9 @@ export class AutoBudget implements WaitBudget {
     this.exploreEvery = options.exploreEvery ?? 100;
   }
 
-  next(candidates: readonly string[]): number {
+  next(candidates: readonly string[], ageMs = 0): number {
     let budget = 0;
-    for (const id of candidates) budget = Math.max(budget, this.forReplica(id));
+    for (const id of candidates) budget = Math.max(budget, this.forReplica(id, ageMs));
     if (budget === 0 && ++this.sinceExplore >= this.exploreEvery) {
       this.sinceExplore = 0;
       return this.options.ceilingMs;
@@ -79,26 +99,39 @@ export class AutoBudget implements WaitBudget {
 
   record(candidates: readonly string[], outcome: WaitObservation): void {
     if (outcome.budgetMs <= 0) return;
+    const age = Math.max(0, outcome.ageMs ?? 0);
     if (outcome.reached !== undefined) {
       // A replica that was not worth waiting for caught up (an exploring wait): forget its
       // failures and learn it again, rather than needing dozens of successes to outvote them.
-      if (this.forReplica(outcome.reached) === 0) this.windows.delete(outcome.reached);
-      this.push(outcome.reached, { reached: true, ms: outcome.waitedMs });
+      if (this.forReplica(outcome.reached, age) === 0) this.windows.delete(outcome.reached);
+      this.push(outcome.reached, { reached: true, ms: age + outcome.waitedMs });
       return;
     }
-    for (const id of candidates) this.push(id, { reached: false, ms: outcome.budgetMs });
+    for (const id of candidates) this.push(id, { reached: false, ms: age + outcome.budgetMs });
   }
 
-  /** The budget one replica's waits justify now (see the class comment). */
-  forReplica(id: string): number {
+  /** The budget one replica's waits justify now for a read `ageMs` old (see the class comment). */
+  forReplica(id: string, ageMs = 0): number {
     const samples = this.windows.get(id);
     const ceiling = this.options.ceilingMs;
     if (!samples || samples.length < MIN_SAMPLES) return ceiling;
-    const reached = samples.filter((s) => s.reached).map((s) => s.ms);
-    if (reached.length * 2 < samples.length) return 0;
-    reached.sort((a, b) => a - b);
-    const p99 = reached[Math.min(reached.length - 1, Math.ceil(0.99 * reached.length) - 1)] ?? 0;
-    return Math.min(ceiling, p99 * HEADROOM + SLACK_MS);
+    const survival = survivalCurve(samples);
+    // Older than every catch-up seen yet and still missing: the age says nothing, count from now.
+    const age = survivalAt(survival, ageMs) > EPSILON ? Math.max(0, ageMs) : 0;
+    const atAge = survivalAt(survival, age);
+    // Every wait seen caught up at once.
+    if (atAge <= EPSILON) return Math.min(ceiling, SLACK_MS);
+    // Of the positions still missing at this age, the share applied within the ceiling after it.
+    const within = atAge - survivalAt(survival, age + ceiling);
+    if (within / atAge < PAYING_SHARE - EPSILON) return 0;
+    // The 99th percentile of the remaining time among those: the catch-up after which 99% are done.
+    for (const point of survival) {
+      if (point.ms <= age) continue;
+      if (atAge - point.survival >= 0.99 * within - EPSILON) {
+        return Math.min(ceiling, (point.ms - age) * HEADROOM + SLACK_MS);
+      }
+    }
+    return ceiling;
   }
 
   private push(id: string, sample: Sample): void {
@@ -110,4 +143,48 @@ export class AutoBudget implements WaitBudget {
     samples.push(sample);
     if (samples.length > this.size) samples.shift();
   }
+}
+
+interface SurvivalPoint {
+  /** A catch-up time seen. */
+  readonly ms: number;
+  /** Estimated share of positions not yet applied after `ms`. */
+  readonly survival: number;
+}
+
+/**
+ * Kaplan-Meier: the share of positions a replica has not applied `ms` after the primary held
+ * them, from catch-up times (events) and waits that ran out (censored at their end).
+ */
+function survivalCurve(samples: readonly Sample[]): SurvivalPoint[] {
+  // At equal times, catch-ups first: a wait censored at t was still at risk at t.
+  const sorted = [...samples].sort((a, b) => a.ms - b.ms || Number(b.reached) - Number(a.reached));
+  const points: SurvivalPoint[] = [];
+  let atRisk = sorted.length;
+  let survival = 1;
+  for (let i = 0; i < sorted.length; ) {
+    const ms = sorted[i]!.ms;
+    let events = 0;
+    let censored = 0;
+    for (; i < sorted.length && sorted[i]!.ms === ms; i++) {
+      if (sorted[i]!.reached) events++;
+      else censored++;
+    }
+    if (events > 0) {
+      survival *= 1 - events / atRisk;
+      points.push({ ms, survival });
+    }
+    atRisk -= events + censored;
+  }
+  return points;
+}
+
+/** The estimated share still missing `ms` after the primary held them. */
+function survivalAt(curve: readonly SurvivalPoint[], ms: number): number {
+  let survival = 1;
+  for (const point of curve) {
+    if (point.ms > ms) break;
+    survival = point.survival;
+  }
+  return survival;
 }

@@ -31,6 +31,11 @@ export interface BoundedWaitOptions<P> {
   readonly load: ReplicaLoad;
   /** Total time one read may wait: a constant, or learned (`AutoBudget`). */
   readonly budget: WaitBudget;
+  /**
+   * How long ago the primary first held `required`, in ms, as far as the router knows (0 when
+   * it does not): what a learned budget conditions on. Omitted: always 0.
+   */
+  readonly ageOf?: (required: P) => number;
   /** The router's shared per-replica watchers (probes or server-side waits). */
   readonly watchers: CatchUpWatchers<P>;
   readonly onWait: (report: WaitReport) => void;
@@ -68,7 +73,8 @@ export class BoundedWait<P> {
   ): Promise<string | undefined> {
     const { clock, adapter } = this.options;
     const ids = candidates.map((c) => c.id);
-    const budgetMs = this.options.budget.next(ids);
+    const ageMs = this.options.ageOf?.(required) ?? 0;
+    const budgetMs = this.options.budget.next(ids, ageMs);
     // A learned budget of 0: waiting has not paid for these replicas lately (see AutoBudget).
     if (budgetMs <= 0) return undefined;
     const waitStarted = clock.now();
@@ -87,7 +93,7 @@ export class BoundedWait<P> {
       reached = this.spread(required, candidates, reached, affinityKey);
     }
     const waitedMs = clock.now() - waitStarted;
-    if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs });
+    if (!signal?.aborted) this.options.budget.record(ids, { reached, waitedMs, budgetMs, ageMs });
     this.options.onWait({
       replica: reached ?? ids[0]!,
       waitedMs,

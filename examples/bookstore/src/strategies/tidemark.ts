@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { Router, Session, TokenCodec } from '@tidemark/core';
 import type { Adapter } from '@tidemark/core/adapter';
 import { CLUSTER, type TidemarkSettings } from './tidemark-settings.js';
@@ -64,10 +65,12 @@ export async function createTidemarkStrategy<P, C, H = C>(
   const front = (door ? door(router) : driverDoor(router)) as FrontDoor<H>;
   const cookies = new CookieJar();
 
-  // Calls are sequential (see Strategy), so a wait event belongs to the read in progress.
-  let waitedThisRead: number | undefined;
+  // A wait event is emitted inside the read that waited, so the read's async context tells
+  // whose it is, also when reads overlap (the fixed-rate benchmark).
+  const waitsOfRead = new AsyncLocalStorage<{ waitedMs: number | undefined }>();
   router.events.on('wait', (event) => {
-    waitedThisRead = (waitedThisRead ?? 0) + event.waitedMs;
+    const read = waitsOfRead.getStore();
+    if (read) read.waitedMs = (read.waitedMs ?? 0) + event.waitedMs;
   });
 
   return {
@@ -80,13 +83,15 @@ export async function createTidemarkStrategy<P, C, H = C>(
     },
     async read<T>(customer: number, fn: (handle: H) => Promise<T>) {
       const session = cookies.session(customer);
-      waitedThisRead = undefined;
-      const { value, target, prediction } = await front.read(session, fn);
+      const waits = { waitedMs: undefined as number | undefined };
+      const { value, target, prediction } = await waitsOfRead.run(waits, () =>
+        front.read(session, fn),
+      );
       await cookies.remember(customer, session);
       return {
         value,
         target: target === 'primary' ? 'primary' : 'replica',
-        waitedMs: waitedThisRead,
+        waitedMs: waits.waitedMs,
         prediction,
       } satisfies StrategyRead<T>;
     },

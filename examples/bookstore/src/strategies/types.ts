@@ -17,8 +17,10 @@ export interface StrategyRead<T> {
 /**
  * One way of routing the bookstore's queries; `C` is the database driver's connection type.
  * Every customer has their own session state inside the strategy (a last-write time, a
- * last-write position, a token), created on first use. Calls are made one at a time (the
- * workload is sequential), which keeps per-read bookkeeping such as "did this read wait" simple.
+ * last-write position, a token), created on first use. Calls for one customer are made one at
+ * a time (a customer's session state is read before and stored after each call); tidemark's
+ * strategy also lets calls for different customers overlap (the fixed-rate benchmark,
+ * `pnpm bench:budget --rate`).
  */
 export interface Strategy<C> {
   readonly name: StrategyName;

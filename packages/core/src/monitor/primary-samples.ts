@@ -63,6 +63,23 @@ export class PrimarySamples<P> {
   }
 
   /**
+   * First-seen time of the oldest sample that covers `position`: the primary held `position` by
+   * then. Undefined when no sample covers it (it is newer than every sample, or from another
+   * history).
+   */
+  seenCovering(position: P): number | undefined {
+    // Samples only grow along one history: once one covers `position`, every later one does.
+    let low = 0;
+    let high = this.samples.length;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.codec.compare(this.samples[middle]!.position, position) === 'covered') high = middle;
+      else low = middle + 1;
+    }
+    return this.samples[low]?.seenAt;
+  }
+
+  /**
    * Seconds since the primary first held something `applied` lacks: 0 when `applied` covers every
    * sample, undefined before the first sample.
    */

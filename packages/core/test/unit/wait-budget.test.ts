@@ -5,7 +5,7 @@
  * constant 250 ms budget is the control that waits the full budget on every such read.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { AutoBudget, ConfigError, constantBudget } from '../../src/index.js';
+import { AutoBudget, ConfigError, constantBudget, Session } from '../../src/index.js';
 import { cp } from '../support/scripted-adapter.js';
 import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
 
@@ -13,8 +13,8 @@ afterEach(closeFixtures);
 
 const reached = (budget: AutoBudget, id: string, ms: number, budgetMs = 250) =>
   budget.record([id], { reached: id, waitedMs: ms, budgetMs });
-const missed = (budget: AutoBudget, ids: string[], budgetMs: number) =>
-  budget.record(ids, { reached: undefined, waitedMs: budgetMs, budgetMs });
+const missed = (budget: AutoBudget, ids: string[], budgetMs: number, ageMs = 0) =>
+  budget.record(ids, { reached: undefined, waitedMs: budgetMs, budgetMs, ageMs });
 
 describe('AutoBudget', () => {
   it('uses the ceiling while it has fewer than 10 waits of a replica', () => {
@@ -52,6 +52,38 @@ describe('AutoBudget', () => {
     expect(budget.forReplica('r1')).toBe(250);
     for (let i = 0; i < 9; i++) reached(budget, 'r1', 3);
     expect(budget.forReplica('r1')).toBe(5.5);
+  });
+
+  it('conditions on the age of the position: replay delayed 500 ms, ceiling 250 ms', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    for (let i = 0; i < 15; i++) {
+      // A read right after its write waits the ceiling in vain (censored at 0 + 250 ms) ...
+      missed(budget, ['r1'], 250, 0);
+      // ... while a read of a position written 400 ms ago catches up after 100 ms (500 ms).
+      budget.record(['r1'], { reached: 'r1', waitedMs: 100, budgetMs: 250, ageMs: 400 });
+    }
+    // Right after a write, 500 ms are left, more than the ceiling: no wait.
+    expect(budget.next(['r1'], 0)).toBe(0);
+    expect(budget.forReplica('r1', 100)).toBe(0);
+    // 400 ms old: about 100 ms left, waited with headroom.
+    expect(budget.forReplica('r1', 400)).toBeCloseTo(100 * 1.5 + 1, 5);
+    // 300 ms old: about 200 ms left, capped by the ceiling.
+    expect(budget.forReplica('r1', 300)).toBe(250);
+    // Older than every catch-up seen: counted from now, as a read without an age.
+    expect(budget.forReplica('r1', 10_000)).toBe(budget.forReplica('r1', 0));
+  });
+
+  it('waits that ran out early do not hide catch-ups that come later (censored samples)', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    // 60 of 80 reads ran out at 250 ms right after their write; the other 20, 200 ms old, were
+    // applied 260 ms after the write. Of the positions still missing 200 ms after their write,
+    // all were applied within 60 ms: the waits that ran out say nothing about that.
+    for (let i = 0; i < 60; i++) missed(budget, ['r1'], 250, 0);
+    for (let i = 0; i < 20; i++) {
+      budget.record(['r1'], { reached: 'r1', waitedMs: 60, budgetMs: 250, ageMs: 200 });
+    }
+    expect(budget.forReplica('r1', 200)).toBeCloseTo(60 * 1.5 + 1, 5);
+    expect(budget.forReplica('r1', 0)).toBe(0);
   });
 
   it('a constant budget is what it says', () => {
@@ -101,6 +133,47 @@ describe("router with wait: { budgetMs: 'auto' } on the scripted cluster", () =>
     // The control: the constant budget spends 250 ms on each read that ends on the primary.
     expect(Math.min(...constant.map((r) => r.ms))).toBeGreaterThanOrEqual(250);
     expect(Math.max(...auto.map((r) => r.ms))).toBeLessThan(5);
+  });
+
+  it('replay delayed 400 ms: a read right after its write goes to the primary at once, a read 300 ms later waits the rest', async () => {
+    async function delayed(budgetMs: number | 'auto') {
+      const f = await routerFixture({
+        adapter: { serverSideWait: false },
+        router: {
+          wait: { budgetMs, pollIntervalMs: 1 },
+          health: { maxSampleAgeMs: 3_600_000, maxLagSeconds: 3_600 },
+        },
+      });
+      const fresh = [];
+      const older = [];
+      for (let i = 0; i < 30; i++) {
+        // The write goes through the router, which so learns when the primary held its position.
+        const session = new Session();
+        await f.clock.run(f.router.write(session, async () => 'saved'));
+        const written = { ...f.adapter.primary.position };
+        f.clock.at(400, () => f.adapter.setAll({ applied: written }));
+        let started = f.clock.now();
+        let { decision } = await f.read(session);
+        fresh.push({ reason: decision.reason, ms: f.clock.now() - started });
+        await f.clock.run(f.clock.sleep(300 - (f.clock.now() - started)));
+        // The same customer's next page, 300 ms after the write: 100 ms of replay are left.
+        started = f.clock.now();
+        ({ decision } = await f.read(session));
+        older.push({ reason: decision.reason, ms: f.clock.now() - started });
+        await f.clock.run(f.clock.sleep(200));
+      }
+      return { fresh: fresh.slice(10), older: older.slice(10) }; // after learning
+    }
+    const auto = await delayed('auto');
+    expect(auto.fresh.every((r) => r.reason === 'primary-fallback')).toBe(true);
+    expect(Math.max(...auto.fresh.map((r) => r.ms))).toBeLessThan(5);
+    expect(auto.older.every((r) => r.reason === 'replica-waited')).toBe(true);
+    expect(Math.max(...auto.older.map((r) => r.ms))).toBeLessThanOrEqual(105);
+    // The control: the constant 250 ms budget spends all of it on every read right after a write.
+    const constant = await delayed(250);
+    expect(constant.fresh.every((r) => r.reason === 'primary-fallback')).toBe(true);
+    expect(Math.min(...constant.fresh.map((r) => r.ms))).toBeGreaterThanOrEqual(250);
+    expect(constant.older.every((r) => r.reason === 'replica-waited')).toBe(true);
   });
 
   it('rejects maxBudgetMs with a fixed budget, and a budget that is neither', async () => {
