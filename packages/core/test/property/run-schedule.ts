@@ -103,6 +103,8 @@ export interface RunOptions {
    * settled part (the control: monotonic reads must break).
    */
   readonly pendingReads?: 'settle' | 'carry' | 'drop';
+  /** Adapter returns the position of writes the router runs uncaptured. Default true. */
+  readonly captureWrites?: boolean;
 }
 
 const SIGNING_KEY = { id: 'k1', secret: 'property-test-secret-of-at-least-32-bytes' };
@@ -121,6 +123,7 @@ export async function runSchedule(
     readLatencyMs: () => Math.floor(random() * (schedule.maxReadLatencyMs + 1)),
     commitLatencyMs: () => Math.floor(random() * (schedule.maxCommitLatencyMs + 1)),
     reportObserved: options.reportObserved ?? true,
+    captureWrites: options.captureWrites ?? true,
   });
   const routerAdapter = options.probeAfterRead ? probeAfterRead(adapter) : adapter;
   const path =

@@ -505,6 +505,12 @@ export interface SimulatedAdapterOptions {
    * (invariant 3). False models an adapter that leaves `observed` out. Default true.
    */
   readonly reportObserved?: boolean;
+  /**
+   * Return the commit's position from writes the router runs with `capture: false`. False
+   * models PostgreSQL autocommit, where capturing would cost a round trip: the router then
+   * settles the write from a primary probe sent after it. Default true.
+   */
+  readonly captureWrites?: boolean;
 }
 
 /** Counters a test can check against the router's own story. */
@@ -542,6 +548,7 @@ export class SimulatedAdapter implements Adapter<CounterPosition, SimConnection>
   private readonly readLatency: () => number;
   private readonly commitLatency: () => number;
   private readonly reportObserved: boolean;
+  private readonly captureWrites: boolean;
 
   constructor(
     readonly simulator: ReplicationSimulator,
@@ -551,6 +558,7 @@ export class SimulatedAdapter implements Adapter<CounterPosition, SimConnection>
     this.readLatency = latency(options.readLatencyMs);
     this.commitLatency = latency(options.commitLatencyMs);
     this.reportObserved = options.reportObserved ?? true;
+    this.captureWrites = options.captureWrites ?? true;
     if (options.serverSideWait ?? true) {
       this.waitFor = (id, position, timeoutMs, context) =>
         this.serverSideWait(id, position, timeoutMs, context.signal);
@@ -584,7 +592,7 @@ export class SimulatedAdapter implements Adapter<CounterPosition, SimConnection>
 
   async write<T>(
     fn: (connection: SimConnection) => Promise<T>,
-    _options: WriteOptions,
+    options: WriteOptions,
   ): Promise<WriteOutcome<T, CounterPosition>> {
     const labels: string[] = [];
     const value = await fn(this.connection(PRIMARY, false, labels));
@@ -592,6 +600,7 @@ export class SimulatedAdapter implements Adapter<CounterPosition, SimConnection>
     // Invariant 1: the position is the commit's own, taken after the commit, nothing earlier.
     const seq = this.simulator.commit(labels);
     this.stats.writes++;
+    if (options.capture === false && !this.captureWrites) return { value, position: undefined };
     return { value, position: this.simulator.position(seq) };
   }
 
