@@ -17,6 +17,7 @@ import {
   mysqlTargets,
   setApplyDelay,
   startItemsCluster,
+  waitForMonitorToSeeAppliersRunning,
   waitForReplicasToCatchUp,
 } from './support.js';
 
@@ -81,6 +82,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
       expect(result.replicaMissed).toBeGreaterThan(0);
     } finally {
       for (const node of cluster.replicas()) await cluster.resumeReplay(node.name);
+      await waitForMonitorToSeeAppliersRunning(router.monitor);
     }
   });
 
@@ -89,6 +91,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: leases over the adapter
     // MariaDB's delay counts from whole-second event timestamps: 1 s can end at once.
     const delaySeconds = flavourOf(target) === 'mysql' ? 1 : 2;
     await setApplyDelay(cluster, target, delaySeconds);
+    await waitForMonitorToSeeAppliersRunning(router.monitor);
     try {
       const result = await measure(5);
       console.log(

@@ -150,6 +150,30 @@ export async function waitForReplicasToCatchUp(
   }
 }
 
+/**
+ * Wait until the router's monitor has sampled every replica after this call and found its
+ * applier running. Restarting an applier (to change its delay) leaves the monitor with a
+ * sample of the stopped applier for up to one interval; a read routed on that sample skips the
+ * wait (a paused replica will not catch up) and falls back to the primary at once.
+ */
+export async function waitForMonitorToSeeAppliersRunning(monitor: {
+  states(): ReadonlyArray<{ id: string; paused: boolean; reachable: boolean; sampledAt: number }>;
+}): Promise<void> {
+  const before = new Map(monitor.states().map((state) => [state.id, state.sampledAt]));
+  await eventually('the monitor to see every applier running', async () =>
+    monitor
+      .states()
+      .every(
+        (state) =>
+          state.sampledAt > (before.get(state.id) ?? Number.NEGATIVE_INFINITY) &&
+          state.reachable &&
+          !state.paused,
+      )
+      ? true
+      : undefined,
+  );
+}
+
 /** Statements that differ between the flavours, for tests. */
 export function dialect(target: MysqlTarget) {
   const mysqlFlavour = flavourOf(target) === 'mysql';
