@@ -34,6 +34,16 @@ export interface PositionCodec<P> {
    * history); the comparison against replicas then surfaces the conflict.
    */
   merge(a: P, b: P): P;
+  /**
+   * Optional, for positions that are sets (MySQL GTID sets). A position covering `position` that
+   * any replica on the primary's history satisfying `position` very likely satisfies too, in
+   * fewer bytes: `position` plus what `primary` (a sample of the primary) holds between the
+   * position's own transactions. Without it, a session that writes again and again between other
+   * sessions' writes collects one fragment per write, and its token grows without bound (until
+   * it no longer encodes). Routers call it after a write the primary's history was checked for.
+   * Positions that are a single point (LSN, cluster time) do not need it.
+   */
+  compact?(position: P, primary: P): P;
 }
 
 /** Characters allowed in an encoded position; keeps tokens URL-, header- and cookie-safe. */

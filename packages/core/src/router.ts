@@ -1362,7 +1362,7 @@ export class Router<P, C> {
     const sampled = this.monitor.primaryPosition();
     const quick = sampled === undefined ? written : codec.merge(sampled, written);
     if ((await this.classifySafely(quick, held)) === 'ok') {
-      session.raise(this.cluster, codec, written);
+      this.raiseCompact(session, written, quick);
       return undefined;
     }
     let fresh: P | undefined;
@@ -1373,8 +1373,8 @@ export class Router<P, C> {
     }
     const primary = fresh === undefined ? undefined : codec.merge(fresh, written);
     const verdict = primary === undefined ? undefined : await this.classifySafely(primary, held);
-    if (verdict === 'ok') {
-      session.raise(this.cluster, codec, written);
+    if (verdict === 'ok' && primary !== undefined) {
+      this.raiseCompact(session, written, primary);
       return undefined;
     }
     session.forget(this.cluster);
@@ -1402,6 +1402,19 @@ export class Router<P, C> {
     this.counters.lostWrites++;
     this.events.emit('lost-write', { ...lostWrite, written });
     return lostWrite;
+  }
+
+  /**
+   * Raise the session to a write whose position did not cover what it held (a set position:
+   * MySQL GTIDs), compacted against `primary`, a primary position that was just found to hold
+   * the session's earlier position (see {@link PositionCodec.compact}).
+   */
+  private raiseCompact(session: Session, written: P, primary: P): void {
+    const codec = this.adapter.codec;
+    session.raise(this.cluster, codec, written);
+    if (!codec.compact) return;
+    const current = session.position(this.cluster, codec);
+    if (current !== undefined) session.raise(this.cluster, codec, codec.compact(current, primary));
   }
 
   private async classifySafely(primary: P, required: P): Promise<PrimaryVerdict | undefined> {

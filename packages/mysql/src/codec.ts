@@ -1,5 +1,5 @@
 import type { Comparison, PositionCodec, PrimaryVerdict } from '@tidemark/core/adapter';
-import type { GtidSet } from './gtid-set.js';
+import { GtidSet } from './gtid-set.js';
 import { decodeGtidSetToken, encodeGtidSetToken } from './gtid-token.js';
 import { normalizeUuid } from './uuid.js';
 
@@ -25,7 +25,28 @@ export function createMysqlCodec(): PositionCodec<GtidSet> {
     merge(a: GtidSet, b: GtidSet): GtidSet {
       return a.union(b);
     },
+    compact: compactGtidSet,
   };
+}
+
+/**
+ * `position` plus the transactions `primary` holds inside each of the position's sources'
+ * spans (first to last transaction number). A session that wrote `u:19`, `u:23` and `u:42`
+ * while others wrote in between becomes `u:19-42` once the primary's sample has them: one
+ * interval instead of one per write. A replica that applied `u:42` has applied everything before
+ * it from that source too (commit order is preserved on replicas), so the session waits no
+ * longer; and only transactions the primary has are added, so nothing is required that will not
+ * arrive.
+ */
+export function compactGtidSet(position: GtidSet, primary: GtidSet): GtidSet {
+  const spans = GtidSet.fromEntries(
+    position.entries.map(({ uuid, tag, intervals }) => ({
+      uuid,
+      tag,
+      intervals: [{ start: intervals[0]!.start, end: intervals[intervals.length - 1]!.end }],
+    })),
+  );
+  return position.union(primary.intersection(spans));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { PRIMARY, Router, Session } from '@tidemark/core';
+import { PRIMARY, Router, Session, TokenCodec } from '@tidemark/core';
 import type { Cluster } from '@tidemark/test-clusters';
 import type { PoolConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -186,5 +186,42 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
       await naive.close();
       await cluster.resumeReplay(behind);
     }
+  });
+
+  it('keeps the token short for a session that writes again and again between other sessions’ writes', async () => {
+    const WRITES = 300;
+    const insert = (c: PoolConnection) => c.query('INSERT INTO items VALUES (?)', [nextId++]);
+    // Control: the session's own captured positions merged as they come, without compaction.
+    // On MySQL each write between other sessions' writes is one more GTID interval.
+    let merged: unknown;
+    for (let i = 0; i < WRITES; i++) {
+      const own = await adapter.write(insert, {});
+      merged = merged === undefined ? own.position : adapter.codec.merge(merged, own.position);
+      await adapter.write(insert, {});
+    }
+    const uncompactedChars = adapter.codec.encode(merged).length;
+
+    const session = new Session();
+    const tokens = new TokenCodec({
+      keys: [{ id: 'k1', secret: 'a-test-secret-that-is-32-bytes-long!' }],
+    });
+    let longest = 0;
+    let lastId = 0;
+    for (let i = 0; i < WRITES; i++) {
+      lastId = nextId;
+      await router.write(session, insert, { transaction: i % 2 === 0 });
+      await router.write(new Session(), insert);
+      await session.settledWrites();
+      longest = Math.max(longest, tokens.encode(session.toTokenData()).length);
+    }
+    const restored = Session.fromToken(tokens.decode(tokens.encode(session.toTokenData())));
+    const read = await router.readDetailed(restored, (c) => hasRow(c, lastId));
+    console.log(
+      `[${target}] ${WRITES} writes interleaved with another session's: longest signed token ${longest} characters; the uncompacted position ${uncompactedChars} characters`,
+    );
+    expect(read.value).toBe(true);
+    expect(longest).toBeLessThan(200);
+    // MariaDB positions hold one sequence number per replication domain: they cannot grow.
+    if (mysqlFlavour) expect(uncompactedChars).toBeGreaterThan(5 * longest);
   });
 });

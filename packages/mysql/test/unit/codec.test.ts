@@ -90,3 +90,61 @@ describe('classifyAgainstPrimary', () => {
     expect(() => classifyAgainstPrimary(primary, set(`${NEW}:11`), 'primary')).toThrow(TokenError);
   });
 });
+
+describe('createMysqlCodec().compact', () => {
+  const codec = createMysqlCodec();
+  const compact = codec.compact!;
+
+  it('joins a session’s own writes into one interval per source when the primary has the gaps', () => {
+    const own = set(`${NEW}:19,${NEW}:23,${NEW}:42`);
+    expect(compact(own, set(`${NEW}:1-50`)).format()).toBe(`${NEW}:19-42`);
+    // Each source on its own: the span of OLD is 5-7, and NEW's transactions are not widened.
+    expect(
+      compact(set(`${OLD}:5,${OLD}:7,${NEW}:3`), set(`${OLD}:1-100,${NEW}:1-10`)).format(),
+    ).toBe(`${OLD}:5-7,\n${NEW}:3`);
+  });
+
+  it('adds only transactions the primary has, and none outside the position’s span', () => {
+    // The primary's sample lacks 31-41: they stay a gap rather than being required.
+    expect(compact(set(`${NEW}:19,${NEW}:42`), set(`${NEW}:1-30`)).format()).toBe(
+      `${NEW}:19-30:42`,
+    );
+    expect(compact(set(`${NEW}:5,${NEW}:9`), set(`${NEW}:1-6:8-10`)).format()).toBe(
+      `${NEW}:5-6:8-9`,
+    );
+    // A source the position does not name is never added.
+    expect(compact(set(`${NEW}:4`), set(`${OLD}:1-100,${NEW}:1-10`)).format()).toBe(`${NEW}:4`);
+    expect(compact(GtidSet.EMPTY, set(`${NEW}:1-10`)).isEmpty).toBe(true);
+  });
+
+  it('holds on random sets: covers the position, adds only the primary’s transactions inside its span', () => {
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % n;
+    };
+    const randomSet = (uuids: string[], size: number) =>
+      GtidSet.fromEntries(
+        uuids.map((uuid) => ({
+          uuid,
+          tag: '',
+          intervals: Array.from({ length: 1 + next(size) }, () => {
+            const start = BigInt(1 + next(200));
+            return { start, end: start + BigInt(next(4)) };
+          }),
+        })),
+      );
+    for (let i = 0; i < 500; i++) {
+      const position = randomSet([NEW, OLD].slice(0, 1 + next(2)), 6);
+      const primary = randomSet([NEW, OLD], 12);
+      const result = compact(position, primary);
+      expect(position.isSubsetOf(result)).toBe(true);
+      expect(result.isSubsetOf(position.union(primary))).toBe(true);
+      for (const entry of result.entries) {
+        const own = position.entries.find((e) => e.uuid === entry.uuid)!;
+        expect(entry.intervals[0]!.start).toBe(own.intervals[0]!.start);
+        expect(entry.intervals.at(-1)!.end).toBe(own.intervals.at(-1)!.end);
+      }
+    }
+  });
+});
