@@ -23,8 +23,11 @@ export interface BenchRun<C> {
   /** The router with default options that every cell but the paused one uses. */
   readonly tidemark: InstrumentedRouter<C>;
   readonly watch: ReplicationWatch<C>;
-  /** A router with default options on a fresh adapter (the paused cells start one). */
-  newRouter(): Promise<InstrumentedRouter<C>>;
+  /**
+   * A router on a fresh adapter: default options (the paused cells start one), or the given
+   * wait options (the Bookstore's `fast` variant).
+   */
+  newRouter(options?: { wait?: { budgetMs: number } }): Promise<InstrumentedRouter<C>>;
   progress(line: string): void;
   emit(row: Row): void;
 }
@@ -337,18 +340,26 @@ async function bookstorePair<C>(
   cell: 'bookstore' | 'bookstore-paused',
   concurrency: number,
   router: InstrumentedRouter<C>,
+  fast?: InstrumentedRouter<C>,
 ): Promise<void> {
   const raw = bookstoreLoads(run, run.raw, concurrency);
   const rawVariant: Variant<C> = { name: 'raw', op: raw.op, warm: raw.warm };
   // `tidemark`: each request settles its reads before its cookie goes out (the HTTP carriers'
-  // default); `tidemark-carry`: the cookie carries them (toTokenData({ carryPending: true })).
-  const tidemarks = (['tidemark', 'tidemark-carry'] as const).map((name) => {
+  // default); `tidemark-carry`: the cookie carries them (toTokenData({ carryPending: true }));
+  // `tidemark-fast`: carrying, on a router that never waits (`wait: { budgetMs: 0 }`): a read
+  // no replica is known to cover goes to the primary at once.
+  const variants: Array<{ name: string; router: InstrumentedRouter<C>; carry: boolean }> = [
+    { name: 'tidemark', router, carry: false },
+    { name: 'tidemark-carry', router, carry: true },
+    ...(fast ? [{ name: 'tidemark-fast', router: fast, carry: true }] : []),
+  ];
+  const tidemarks = variants.map(({ name, router: chosen, carry }) => {
     const loads = bookstoreLoads(
       run,
-      new TidemarkStrategy(router.router, { carryPending: name === 'tidemark-carry' }),
+      new TidemarkStrategy(chosen.router, { carryPending: carry }),
       concurrency,
     );
-    return { name, loads, variant: tidemarkVariant(name, router, loads.op, loads.warm) };
+    return { name, loads, variant: tidemarkVariant(name, chosen, loads.op, loads.warm) };
   });
   const sampleLag = cell === 'bookstore';
   const measured = await interleave(
@@ -394,9 +405,14 @@ async function bookstorePair<C>(
 
 /** The Bookstore loop with replication running: raw driver and Tidemark. */
 export async function bookstoreCells<C>(run: BenchRun<C>): Promise<void> {
-  for (const concurrency of BOOKSTORE_CONCURRENCY) {
-    run.progress(`bookstore: concurrency ${concurrency}`);
-    await bookstorePair(run, 'bookstore', concurrency, run.tidemark);
+  const fast = await run.newRouter({ wait: { budgetMs: 0 } });
+  try {
+    for (const concurrency of BOOKSTORE_CONCURRENCY) {
+      run.progress(`bookstore: concurrency ${concurrency}`);
+      await bookstorePair(run, 'bookstore', concurrency, run.tidemark, fast);
+    }
+  } finally {
+    await fast.router.close();
   }
 }
 

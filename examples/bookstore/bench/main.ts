@@ -93,10 +93,13 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
     db.openPool(primaryUrl),
     cluster.replicas().map((node) => db.openPool(node.url)),
   );
-  const newRouter = async () => {
+  const newRouter = async (options: { wait?: { budgetMs: number } } = {}) => {
     const adapter = await db.createAdapter(primaryUrl, replicaUrls);
     // The options the README's quick start shows: the adapter and a cluster name.
-    const instrumented = new InstrumentedRouter(adapter, new Router({ adapter, cluster: 'main' }));
+    const instrumented = new InstrumentedRouter(
+      adapter,
+      new Router({ adapter, cluster: 'main', ...options }),
+    );
     await instrumented.router.ready();
     return instrumented;
   };
