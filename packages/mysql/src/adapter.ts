@@ -131,20 +131,20 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   private captureFallbacks = 0;
 
   constructor(
-    private readonly dialect: Flavour<P>,
+    private readonly flavourSpec: Flavour<P>,
     options: MysqlAdapterOptions,
   ) {
-    this.flavour = dialect.name;
-    this.lifecycle = new AdapterLifecycle(dialect.name);
-    this.codec = dialect.codec;
-    this.primarySamples = new PrimarySamples(dialect.codec);
-    this.writeSetup = new SessionSetup(dialect.writeSetupSql, this.setupTrips);
+    this.flavour = flavourSpec.name;
+    this.lifecycle = new AdapterLifecycle(flavourSpec.name);
+    this.codec = flavourSpec.codec;
+    this.primarySamples = new PrimarySamples(flavourSpec.codec);
+    this.writeSetup = new SessionSetup(flavourSpec.writeSetupSql, this.setupTrips);
     this.readSetup = new SessionSetup(READ_ONLY_SETUP_SQL, this.setupTrips);
     const connectionLimit = validatePoolSize(options.poolSize);
     const monitor = {
       connectionLimit: MONITOR_POOL_SIZE,
       connectTimeout: MONITOR_CONNECT_TIMEOUT_MS,
-      multipleStatements: dialect.probeNeedsMultipleStatements,
+      multipleStatements: flavourSpec.probeNeedsMultipleStatements,
     };
     this.pools = createPoolSet(options.primary, options.replicas, (source, role) => {
       const pool = mysql.createPool(
@@ -180,7 +180,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
         // The router settles the position from a shared probe sent after the read (no round
         // trip here); asked to observe, read it after the callback on the same connection.
         if (context.observe === false) return { value };
-        const [rows] = await connection.query(this.dialect.positionSql);
+        const [rows] = await connection.query(this.flavourSpec.positionSql);
         return { value, observed: this.position(rows, 'the position after a read') };
       },
     );
@@ -199,7 +199,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     // the transactions this connection committed during the write.
     const onOk = (ok: OkPacket) => {
       try {
-        const position = this.dialect.positionFromOk(ok.stateChanges);
+        const position = this.flavourSpec.positionFromOk(ok.stateChanges);
         if (position !== undefined) {
           seen = seen === undefined ? position : this.codec.merge(seen, position);
         }
@@ -214,7 +214,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
         counter: this.trips.write,
         onOk,
         setup: this.writeSetup,
-        explainSetupFailure: (error) => this.dialect.explainSetupFailure(error),
+        explainSetupFailure: (error) => this.flavourSpec.explainSetupFailure(error),
       },
       async (connection, lease) => {
         let value: T;
@@ -245,8 +245,8 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     this.lifecycle.assertOpen();
     const pools = this.pools.replica(replicaId);
     return withConnection(pools.monitor, { signal: context.signal }, async (connection) => {
-      const [rows] = await connection.query(this.dialect.probeSql);
-      const facts = parseWith(() => this.dialect.parseProbe(rows), 'the replica probe');
+      const [rows] = await connection.query(this.flavourSpec.probeSql);
+      const facts = parseWith(() => this.flavourSpec.parseProbe(rows), 'the replica probe');
       const lagSeconds = this.lagSeconds(facts);
       return {
         applied: facts.applied,
@@ -262,8 +262,11 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
       this.pools.primary.monitor,
       { signal: context.signal },
       async (connection) => {
-        const [rows] = await connection.query(this.dialect.primaryProbeSql);
-        const facts = parseWith(() => this.dialect.parsePrimaryProbe(rows), 'the primary probe');
+        const [rows] = await connection.query(this.flavourSpec.primaryProbeSql);
+        const facts = parseWith(
+          () => this.flavourSpec.parsePrimaryProbe(rows),
+          'the primary probe',
+        );
         this.primaryIdentity = facts.identity;
         this.primarySamples.note(facts.position, Date.now());
         return facts.position;
@@ -287,20 +290,20 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     const pools = this.pools.replica(replicaId);
     if (waitCannotStart(timeoutMs, context.signal)) return { outcome: 'timeout' };
     const seconds = Math.max(MIN_WAIT_SECONDS, Math.ceil(timeoutMs) / 1000);
-    const text = this.dialect.formatForServer(position);
+    const text = this.flavourSpec.formatForServer(position);
     return withConnection(
       pools.read,
       { signal: context.signal, setup: this.readSetup, cancel: killQueryOn(pools.monitor) },
       async (connection) => {
         let rows: unknown;
         try {
-          [rows] = await connection.query(this.dialect.waitSql, [text, seconds]);
+          [rows] = await connection.query(this.flavourSpec.waitSql, [text, seconds]);
         } catch (error) {
           if (isRetryableMysqlError(error) || context.signal.aborted) throw error;
           throw waitFailed(this.flavour, replicaId, error);
         }
         const row = parseWith(() => firstRow(rows, 'the wait'), 'the wait');
-        const reached = parseWith(() => this.dialect.waitReached(row['waited']), 'the wait');
+        const reached = parseWith(() => this.flavourSpec.waitReached(row['waited']), 'the wait');
         const observed = this.position(rows, 'the position after a wait');
         // The position read with the wait can lag the server's own "reached" by a moment.
         return waitVerdict(this.codec, observed, position, reached);
@@ -309,7 +312,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   };
 
   readonly classifyAgainstPrimary = (primary: P, required: P) =>
-    this.dialect.classify(primary, required, this.primaryIdentity);
+    this.flavourSpec.classify(primary, required, this.primaryIdentity);
 
   /**
    * MariaDB compares one sequence number per domain, so a new primary whose sequence passed a
@@ -345,12 +348,12 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
    */
   private async captureFallback(connection: PoolConnection): Promise<P> {
     this.captureFallbacks++;
-    const [rows] = await connection.query(this.dialect.positionSql);
+    const [rows] = await connection.query(this.flavourSpec.positionSql);
     return this.position(rows, 'the position after a write');
   }
 
   private position(rows: unknown, what: string): P {
-    return parseWith(() => this.dialect.parsePosition(firstRow(rows, what)['position']), what);
+    return parseWith(() => this.flavourSpec.parsePosition(firstRow(rows, what)['position']), what);
   }
 
   /**

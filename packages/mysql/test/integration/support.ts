@@ -174,16 +174,6 @@ export async function waitForMonitorToSeeAppliersRunning(monitor: {
   );
 }
 
-/** Statements that differ between the flavours, for tests. */
-export function dialect(target: MysqlTarget) {
-  const mysqlFlavour = flavourOf(target) === 'mysql';
-  return {
-    stopApplier: mysqlFlavour ? 'STOP REPLICA SQL_THREAD' : 'STOP SLAVE SQL_THREAD',
-    startApplier: mysqlFlavour ? 'START REPLICA SQL_THREAD' : 'START SLAVE SQL_THREAD',
-    positionVariable: mysqlFlavour ? '@@global.gtid_executed' : '@@global.gtid_current_pos',
-  };
-}
-
 /**
  * Delay the applier of every replica of `cluster` by `seconds` (a replica that is slow, not
  * stopped); 0 removes the delay. MariaDB counts the delay from the event's timestamp, which has
