@@ -5,6 +5,7 @@
 // here. What the two providers do differently is a TopologyOptions field, named for the behaviour.
 
 import { capabilitySet } from '../capabilities.js';
+import { NodeTable } from '../node-table.js';
 import { DATABASE, URL_USER } from '../providers/local/mysql-config.js';
 import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from './dialect.js';
@@ -112,7 +113,7 @@ export class MysqlTopology implements Cluster {
     'rejoin',
   );
   protected readonly dialect: ReplicationDialect;
-  private readonly members: Member[];
+  protected readonly table: NodeTable<Member>;
   private serverVersion = '';
   private tornDown: Promise<void> | undefined;
 
@@ -128,7 +129,7 @@ export class MysqlTopology implements Cluster {
     private readonly dispose: () => Promise<void>,
   ) {
     this.dialect = dialectFor(flavour);
-    this.members = servers.map((server, i) => ({
+    const members = servers.map((server, i) => ({
       server,
       node: server.node,
       adminUrl: server.adminUrl,
@@ -138,6 +139,7 @@ export class MysqlTopology implements Cluster {
       upstream: i === 0 ? undefined : servers[0]!.node.name,
       cut: false,
     }));
+    this.table = new NodeTable(target, members);
   }
 
   get version(): string {
@@ -146,7 +148,7 @@ export class MysqlTopology implements Cluster {
 
   /** Start every server at once (start-up is mostly waiting on InnoDB); then call replicate(). */
   async launchAll(): Promise<void> {
-    await Promise.all(this.members.map((m) => this.launch(m)));
+    await Promise.all(this.table.all().map((m) => this.launch(m)));
   }
 
   /**
@@ -155,9 +157,9 @@ export class MysqlTopology implements Cluster {
    * this resolves once every replica has applied it.
    */
   async replicate(): Promise<void> {
-    const primary = this.currentPrimary();
+    const primary = this.table.primary();
     await sql.query(primary.adminUrl, `CREATE DATABASE IF NOT EXISTS ${DATABASE}`);
-    const replicas = this.members.filter((m) => m !== primary);
+    const replicas = this.table.all().filter((m) => m !== primary);
     if (this.options.attachInParallel) await Promise.all(replicas.map((m) => this.attach(m)));
     else for (const m of replicas) await this.attach(m);
     // Resolve only once every replica has the `test` database its URL names.
@@ -170,28 +172,6 @@ export class MysqlTopology implements Cluster {
       }
     }
     this.serverVersion = await sql.scalar(primary.adminUrl, 'SELECT VERSION() AS v');
-  }
-
-  protected member(name: string): Member {
-    const m = this.members.find((x) => x.node.name === name);
-    if (!m)
-      throw new Error(
-        `no node '${name}' in this ${this.target} cluster (nodes: ${this.members.map((x) => x.node.name).join(', ')})`,
-      );
-    return m;
-  }
-
-  private currentPrimary(): Member {
-    const m = this.members.find((x) => x.node.role === 'primary');
-    if (!m) throw new Error('cluster has no primary');
-    return m;
-  }
-
-  private runningReplica(name: string): Member {
-    const m = this.member(name);
-    if (m.node.role !== 'replica') throw new Error(`${name} is not a replica`);
-    if (!m.node.running) throw new Error(`${name} is not running`);
-    return m;
   }
 
   /** Start the server; replay is not paused after a start, and a primary writes its own events. */
@@ -207,7 +187,7 @@ export class MysqlTopology implements Cluster {
    * writes in a failover) is left running, read-only and not replicating, and this throws.
    */
   private async attach(m: Member): Promise<void> {
-    const primary = this.currentPrimary();
+    const primary = this.table.primary();
     if (primary.node.running) {
       const mine = await this.dialect.executed(m.adminUrl);
       const extra = await this.dialect.lacking(primary.adminUrl, mine);
@@ -326,20 +306,20 @@ export class MysqlTopology implements Cluster {
   }
 
   primary(): ClusterNode {
-    return this.currentPrimary().node;
+    return this.table.primary().node;
   }
 
   replicas(): ClusterNode[] {
-    return this.nodes().filter((n) => n.role === 'replica');
+    return this.table.replicaNodes();
   }
 
   nodes(): ClusterNode[] {
-    return this.members.map((m) => m.node);
+    return this.table.nodes();
   }
 
   /** Stop the applier (SQL thread) only: the receiver keeps fetching into the relay log. */
   async pauseReplay(name: string): Promise<void> {
-    const m = this.runningReplica(name);
+    const m = this.table.runningReplica(name);
     await this.dialect.stopApplier(m.adminUrl);
     m.paused = true;
     if (!this.options.verifyPause) return;
@@ -348,7 +328,7 @@ export class MysqlTopology implements Cluster {
   }
 
   async resumeReplay(name: string): Promise<void> {
-    const m = this.runningReplica(name);
+    const m = this.table.runningReplica(name);
     await this.dialect.startApplier(m.adminUrl);
     m.paused = false;
   }
@@ -362,7 +342,7 @@ export class MysqlTopology implements Cluster {
    * and killing them first is not enough (replicas reconnect within milliseconds).
    */
   async stop(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     await m.server.thaw();
     if (m.server.running()) {
       const followers = this.followersOf(m);
@@ -392,7 +372,9 @@ export class MysqlTopology implements Cluster {
   /** Running replicas that replicate from `source` (all of them when it is the primary). */
   private followersOf(source: Member): Member[] {
     if (source.node.role !== 'primary') return [];
-    return this.members.filter((m) => m !== source && m.node.role === 'replica' && m.node.running);
+    return this.table
+      .all()
+      .filter((m) => m !== source && m.node.role === 'replica' && m.node.running);
   }
 
   /** Wait (bounded) until every follower has received all `source` committed. */
@@ -421,7 +403,7 @@ export class MysqlTopology implements Cluster {
 
   /** SIGKILL the server: a crash. Its data directory is left as the crash left it. */
   async kill(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     await m.server.kill();
     m.node.running = false;
   }
@@ -432,7 +414,7 @@ export class MysqlTopology implements Cluster {
    * any more after a restart.
    */
   async start(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (m.server.running()) return;
     await this.launch(m);
     // A cut-off replica stays cut; one left on the old history (its source was not re-pointed
@@ -440,7 +422,7 @@ export class MysqlTopology implements Cluster {
     if (
       m.node.role === 'replica' &&
       !m.cut &&
-      (m.upstream === undefined || m.upstream === this.currentPrimary().node.name)
+      (m.upstream === undefined || m.upstream === this.table.primary().node.name)
     ) {
       await this.attach(m);
     }
@@ -456,12 +438,12 @@ export class MysqlTopology implements Cluster {
    * keep their pause state.
    */
   async promote(name: string, options: PromoteOptions = {}): Promise<void> {
-    const target = this.runningReplica(name);
-    const old = this.currentPrimary();
+    const target = this.table.runningReplica(name);
+    const old = this.table.primary();
     const d = this.dialect;
     const repoint = options.repoint;
     for (const other of repoint ?? []) {
-      const m = this.member(other);
+      const m = this.table.get(other);
       if (m === target || m.node.role !== 'replica')
         throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
     }
@@ -497,7 +479,7 @@ export class MysqlTopology implements Cluster {
     old.upstream = target.node.name;
 
     const failures: string[] = [];
-    for (const m of this.members) {
+    for (const m of this.table.all()) {
       if (m === target || m === old || m.node.role !== 'replica') continue;
       // Left where it is: still a replica, its receiver retrying the old (gone) source.
       if (repoint && !repoint.includes(m.node.name)) continue;
@@ -520,7 +502,7 @@ export class MysqlTopology implements Cluster {
 
   /** Stop the receiver (I/O thread): nothing new arrives; the applier and reads go on. */
   async cutOff(name: string): Promise<void> {
-    const m = this.runningReplica(name);
+    const m = this.table.runningReplica(name);
     await this.dialect.stopReceiver(m.adminUrl);
     m.cut = true;
     const status = await this.dialect.status(m.adminUrl);
@@ -530,20 +512,20 @@ export class MysqlTopology implements Cluster {
 
   /** Point the replica at the current primary again and wait until it follows. */
   async reconnect(name: string): Promise<void> {
-    const m = this.runningReplica(name);
+    const m = this.table.runningReplica(name);
     m.cut = false;
     await this.attach(m);
   }
 
   /** SIGSTOP the server process: its port accepts connections, nothing answers. */
   async freeze(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (!m.server.running()) throw new Error(`${name} is not running`);
     await m.server.freeze();
   }
 
   async thaw(name: string): Promise<void> {
-    await this.member(name).server.thaw();
+    await this.table.get(name).server.thaw();
   }
 
   /**
@@ -554,13 +536,13 @@ export class MysqlTopology implements Cluster {
    * log. Resolves once it has applied everything the primary had.
    */
   async rejoin(name: string): Promise<void> {
-    const m = this.member(name);
-    const primary = this.currentPrimary();
+    const m = this.table.get(name);
+    const primary = this.table.primary();
     if (m === primary) throw new Error(`rejoin(${name}): it is the current primary`);
     if (!primary.node.running)
       throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
     await this.kill(name);
-    m.serverId = Math.max(...this.members.map((x) => x.serverId)) + 1;
+    m.serverId = Math.max(...this.table.all().map((x) => x.serverId)) + 1;
     await m.server.reinitialise(m.serverId);
     m.node.role = 'replica';
     m.wrote = false;
@@ -576,23 +558,19 @@ export class MysqlTopology implements Cluster {
   }
 
   async positions(): Promise<Record<string, string>> {
-    const running = this.members.filter((m) => m.node.running);
-    const texts = await Promise.all(
-      running.map((m) => this.dialect.position(m.adminUrl, m.node.role)),
-    );
-    return Object.fromEntries(running.map((m, i) => [m.node.name, texts[i]!]));
+    return this.table.positions((m) => this.dialect.position(m.adminUrl, m.node.role));
   }
 
   /** Run SQL as root on the node's `test` database; rows of the last statement. */
   async exec(name: string, text: string): Promise<unknown[]> {
-    return sql.query(this.member(name).node.url, text);
+    return sql.query(this.table.get(name).node.url, text);
   }
 
   /** Stop every server and remove what the provider made (the data is thrown away). Idempotent. */
   teardown(): Promise<void> {
     this.tornDown ??= (async () => {
       await this.dispose();
-      for (const m of this.members) m.node.running = false;
+      this.table.allStopped();
     })();
     return this.tornDown;
   }

@@ -249,12 +249,12 @@ export class LocalMysqlCluster extends MysqlTopology {
 
   /** The harness's own account on a node (it may toggle read_only; root on MariaDB may not). */
   adminUrl(name: string): string {
-    return this.member(name).adminUrl;
+    return this.table.get(name).adminUrl;
   }
 
   /** PID of a node's running server process, or undefined. */
   pid(name: string): number | undefined {
-    const node = this.member(name).node;
+    const node = this.table.get(name).node;
     const proc = this.servers.find((s) => s.node === node)?.proc;
     return proc?.running() ? proc.pid : undefined;
   }
