@@ -21,6 +21,7 @@ import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
 import { NodeTable } from '../node-table.js';
 import * as sql from '../postgres/sql.js';
+import { PG_TARGETS, TARGETS } from '../targets.js';
 import {
   type Availability,
   type Cluster,
@@ -38,7 +39,9 @@ type StartedNetwork = Awaited<ReturnType<InstanceType<TC['Network']>['start']>>;
 
 const PGDATA = '/tmp/pgdata';
 const READY = 'TIDEMARK-READY';
-const MAJORS: Record<string, number> = { pg15: 15, pg18: 18, pg19: 19 };
+const MAJORS: Record<string, number> = Object.fromEntries(
+  PG_TARGETS.map((t) => [t, Number(TARGETS[t].series)]),
+);
 const LOG = '/tmp/pg.log';
 const STREAMING_TIMEOUT_MS = 30_000;
 // What a standby logs when the primary's new timeline forked off before its own position.
