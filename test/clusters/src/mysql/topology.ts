@@ -7,7 +7,13 @@
 import { capabilitySet } from '../capabilities.js';
 import { NodeTable } from '../node-table.js';
 import { DATABASE, URL_USER } from '../providers/local/mysql-config.js';
-import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  type ClusterCapability,
+  type ClusterNode,
+  type PromoteOptions,
+} from '../types.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from './dialect.js';
 import * as sql from './sql.js';
 
@@ -103,15 +109,7 @@ interface Member {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class MysqlTopology implements Cluster {
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
   protected readonly dialect: ReplicationDialect;
   protected readonly table: NodeTable<Member>;
   private serverVersion = '';

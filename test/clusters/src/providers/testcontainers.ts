@@ -23,6 +23,7 @@ import { NodeTable } from '../node-table.js';
 import * as sql from '../postgres/sql.js';
 import { PG_TARGETS, TARGETS } from '../targets.js';
 import {
+  ALL_CAPABILITIES,
   type Availability,
   type Cluster,
   type ClusterNode,
@@ -123,15 +124,7 @@ interface Member {
 }
 
 class ContainerPgCluster implements Cluster {
-  readonly capabilities = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities = capabilitySet(...ALL_CAPABILITIES);
   readonly flavour = 'postgres' as const;
   private done: Promise<void> | undefined;
   private readonly table: NodeTable<Member>;

@@ -29,7 +29,13 @@ import {
   type RunDir,
   reapStaleRunDirs,
 } from '../../tempdir.js';
-import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../../types.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  type ClusterCapability,
+  type ClusterNode,
+  type PromoteOptions,
+} from '../../types.js';
 import type { PgBinaries } from './pg-targets.js';
 
 export const RUN_DIR_PREFIX = 'tidemark-pg-';
@@ -151,15 +157,7 @@ const BACKUP_EMPTY_DIRS = [
 
 export class LocalPgCluster implements Cluster {
   readonly flavour = 'postgres' as const;
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
   private serverVersion = '';
   private readonly table: NodeTable<NodeState>;
   // Every postmaster we started: teardown removes SysV segments any of them left behind.
