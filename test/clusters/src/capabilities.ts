@@ -1,6 +1,6 @@
 // Capability sets and the error a cluster throws for an operation it cannot stage.
 
-import type { ClusterCapability } from './types.js';
+import { ALL_CAPABILITIES, type ClusterCapability } from './types.js';
 
 export function capabilitySet(
   ...capabilities: readonly ClusterCapability[]
@@ -48,15 +48,7 @@ export function unsupportedBy(
   return async (name) => notSupported(provider, capability, name, why);
 }
 
-const EVERYTHING = capabilitySet(
-  'pause',
-  'kill',
-  'promote',
-  'promote-partial',
-  'cut-off',
-  'freeze',
-  'rejoin',
-);
+const EVERYTHING = capabilitySet(...ALL_CAPABILITIES);
 
 /**
  * What a cluster of `target` started by `provider` will declare, known before starting one (the

@@ -3,6 +3,7 @@
 import { externalProvider } from './providers/external.js';
 import { localProvider } from './providers/local/index.js';
 import { testcontainersProvider } from './providers/testcontainers.js';
+import { PG_TARGETS } from './targets.js';
 import type { Cluster, ClusterProvider, StartOptions } from './types.js';
 
 export {
@@ -34,11 +35,19 @@ export const PROVIDERS: Record<ClusterProvider['name'], ClusterProvider> = {
   external: externalProvider,
 };
 
-/** Targets the local provider knows, in the order tests run them by default. */
-export const DEFAULT_TARGETS = ['pg15', 'pg18', 'pg19'] as const;
+// Every target name and its kind is in src/targets.ts.
+export {
+  isTarget,
+  MYSQL_TARGETS,
+  PG_TARGETS,
+  TARGETS,
+  type TargetInfo,
+  type TargetName,
+  targetKind,
+} from './targets.js';
 
-/** MySQL-family targets of the local provider: MySQL 9.7 (sid, in a chroot) and MariaDB 10.11 (bookworm). */
-export const MYSQL_TARGETS = ['mysql97', 'mariadb1011'] as const;
+/** @deprecated The PostgreSQL targets: use PG_TARGETS. */
+export const DEFAULT_TARGETS = PG_TARGETS;
 
 export function getProvider(name: string): ClusterProvider {
   const provider = (PROVIDERS as Record<string, ClusterProvider | undefined>)[name];

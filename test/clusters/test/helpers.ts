@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { DEFAULT_TARGETS, MYSQL_TARGETS } from '../src/index.js';
+import { MYSQL_TARGETS, PG_TARGETS } from '../src/index.js';
 
 /**
  * PostgreSQL targets named in TIDEMARK_TARGETS (default: all of them). MySQL-family names in the
@@ -8,7 +8,7 @@ import { DEFAULT_TARGETS, MYSQL_TARGETS } from '../src/index.js';
  */
 export function targetsFromEnv(): string[] {
   const mysql: readonly string[] = MYSQL_TARGETS;
-  const targets = (process.env['TIDEMARK_TARGETS'] ?? DEFAULT_TARGETS.join(','))
+  const targets = (process.env['TIDEMARK_TARGETS'] ?? PG_TARGETS.join(','))
     .split(',')
     .map((t) => t.trim())
     .filter((t) => t !== '' && !mysql.includes(t));

@@ -7,16 +7,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Cluster,
-  DEFAULT_TARGETS,
   externalProvider,
   type LocalMysqlCluster,
   MYSQL_TARGETS,
+  PG_TARGETS,
   startCluster,
 } from '../src/index.js';
 import { parseMariadbPosition } from '../src/mysql/mariadb-gtid.js';
 import { isAlive, processesUnder, waitFor } from './helpers.js';
 
-const PG_TARGETS: readonly string[] = DEFAULT_TARGETS;
 const SERIES: Record<string, string> = { mysql97: '9.7', mariadb1011: '10.11' };
 const RESERVED_PORTS = [5432, 3306, 6379, 5672, 1883, 4222, 33060];
 
@@ -26,7 +25,7 @@ function selectedTargets(): string[] {
   return env
     .split(',')
     .map((t) => t.trim())
-    .filter((t) => t !== '' && !PG_TARGETS.includes(t));
+    .filter((t) => t !== '' && !(PG_TARGETS as readonly string[]).includes(t));
 }
 
 const TARGETS = selectedTargets();

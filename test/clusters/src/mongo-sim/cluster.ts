@@ -3,7 +3,13 @@
 // proves what a client library sends and decides, not how mongod behaves.
 
 import { capabilitySet } from '../capabilities.js';
-import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  type ClusterCapability,
+  type ClusterNode,
+  type PromoteOptions,
+} from '../types.js';
 import type { SimulatorBson } from './bson.js';
 import { MongoReplicaSetSimulator } from './replica-set-simulator.js';
 
@@ -18,15 +24,7 @@ export class MongoSimCluster implements Cluster {
   readonly target = 'mongo-sim';
   readonly flavour = 'mongo-sim' as const;
   readonly version = '7.0.0-simulator';
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
 
   private constructor(private readonly simulator: MongoReplicaSetSimulator) {}
 

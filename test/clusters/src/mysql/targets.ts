@@ -1,6 +1,7 @@
 // The MySQL-family targets every provider knows: which flavour of server each one is, and which
-// version series the server must report.
+// version series the server must report (both from the registry, src/targets.ts).
 
+import { TARGETS } from '../targets.js';
 import type { MysqlFlavour } from './dialect.js';
 
 export interface MysqlFamilyTarget {
@@ -10,8 +11,8 @@ export interface MysqlFamilyTarget {
 }
 
 export const MYSQL_FAMILY = {
-  mysql97: { flavour: 'mysql', series: '9.7' },
-  mariadb1011: { flavour: 'mariadb', series: '10.11' },
+  mysql97: { flavour: TARGETS.mysql97.kind, series: TARGETS.mysql97.series },
+  mariadb1011: { flavour: TARGETS.mariadb1011.kind, series: TARGETS.mariadb1011.series },
 } as const satisfies Record<string, MysqlFamilyTarget>;
 
 export function mysqlFamilyTarget(target: string): MysqlFamilyTarget | undefined {

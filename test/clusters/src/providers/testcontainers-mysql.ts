@@ -1,5 +1,6 @@
 // MySQL/MariaDB clusters of the 'testcontainers' provider (mysql97, mariadb1011).
 //
+// The replication itself is src/mysql/topology.ts; this file supplies its servers.
 // Tested here on a local engine with images built from Debian packages (scripts/images/build.sh:
 // tidemark-local/mysql:9.7 and tidemark-local/mariadb:10.11, set with TIDEMARK_TC_IMAGE_MYSQL97 /
 // _MARIADB1011): the whole conformance suite passes on them, and CI runs it. It mirrors the
@@ -15,17 +16,11 @@
 // An image needs only: bash and coreutils, mysqld (or mariadbd and mariadb-install-db) on PATH,
 // and a `mysql` user; everything is written under /tmp.
 
-import { capabilitySet } from '../capabilities.js';
-import { dialectFor, type MysqlFlavour, type ReplicationDialect } from '../mysql/dialect.js';
+import { dialectFor, type MysqlFlavour } from '../mysql/dialect.js';
 import * as sql from '../mysql/sql.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
-import {
-  type Cluster,
-  type ClusterNode,
-  DEFAULT_REPLICAS,
-  type PromoteOptions,
-  type StartOptions,
-} from '../types.js';
+import { type MysqlServer, MysqlTopology } from '../mysql/topology.js';
+import { type Cluster, type ClusterNode, DEFAULT_REPLICAS, type StartOptions } from '../types.js';
 import {
   ADMIN_USER,
   commonSettings,
@@ -36,7 +31,6 @@ import {
 
 type TC = typeof import('testcontainers');
 type StartedContainer = Awaited<ReturnType<InstanceType<TC['GenericContainer']>['start']>>;
-type StartedNetwork = Awaited<ReturnType<InstanceType<TC['Network']>['start']>>;
 
 const PORT = 3306;
 const READY = 'TIDEMARK-READY';
@@ -44,15 +38,9 @@ const DATA_DIR = '/tmp/mydata';
 const CONFIG_FILE = '/tmp/my.cnf';
 const LOG_FILE = '/tmp/mysqld.log';
 const START_TIMEOUT_MS = 90_000;
-const FOLLOW_TIMEOUT_MS = 30_000;
-const CATCH_UP_TIMEOUT_MS = 60_000;
-// How long a clean stop of the primary waits for replicas to receive what it committed.
-const HAND_OVER_MS = 5_000;
 
 const IMAGES: Record<MysqlFlavour, string> = { mysql: 'mysql:9', mariadb: 'mariadb:10.11' };
 const SERVERS: Record<MysqlFlavour, string> = { mysql: 'mysqld', mariadb: 'mariadbd' };
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Image for a target: the official `mysql:9` / `mariadb:10.11` unless TIDEMARK_TC_IMAGE_MYSQL97 /
@@ -151,412 +139,100 @@ for i in $(seq ${seconds * 10}); do alive || exit 0; sleep 0.1; done
 echo "server still running after ${seconds} s"; exit 1`;
 }
 
-interface Member {
+/** One node's server inside its container (PID 1 is a shell loop that stays up). */
+class ContainerMysqlServer implements MysqlServer {
   readonly node: ClusterNode;
-  readonly container: StartedContainer;
-  /** The harness's own account on this node (see ADMIN_USER). */
   readonly adminUrl: string;
-  /** Applier stopped by pauseReplay() and not resumed since. */
-  paused: boolean;
-  /** Has written its own binary log events as a primary since it last followed a source. */
-  wrote: boolean;
-  /** Receiver stopped by cutOff() and not reconnected since. */
-  cut: boolean;
+  readonly sourceAddress: { readonly host: string; readonly port: number };
   /** SIGSTOPped by freeze() and not thawed since. */
-  frozen: boolean;
-  /** The node it replicates from (replicas); undefined for a primary. */
-  upstream: string | undefined;
-  /** Its server-id; rejoin() gives it a new one. */
-  serverId: number;
-}
-
-class ContainerMysqlCluster implements Cluster {
-  readonly capabilities = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
-  private readonly dialect: ReplicationDialect;
-  private done: Promise<void> | undefined;
-  version = '';
+  private frozen = false;
 
   constructor(
-    readonly target: string,
-    readonly flavour: MysqlFlavour,
-    private readonly members: Member[],
-    private readonly network: StartedNetwork,
+    name: string,
+    readonly container: StartedContainer,
+    private readonly flavour: MysqlFlavour,
   ) {
-    this.dialect = dialectFor(flavour);
+    const host = container.getHost();
+    const port = container.getMappedPort(PORT);
+    this.adminUrl = `mysql://${ADMIN_USER}@${host}:${port}/`;
+    // The other containers reach it by its network alias.
+    this.sourceAddress = { host: name, port: PORT };
+    // The node script has started the server already.
+    this.node = {
+      name,
+      role: name === 'n0' ? 'primary' : 'replica',
+      host,
+      port,
+      url: `mysql://${URL_USER}@${host}:${port}/${DATABASE}`,
+      running: true,
+    };
   }
 
-  private member(name: string): Member {
-    const m = this.members.find((x) => x.node.name === name);
-    if (!m)
-      throw new Error(
-        `no node '${name}' (nodes: ${this.members.map((x) => x.node.name).join(', ')})`,
-      );
-    return m;
-  }
-
-  private currentPrimary(): Member {
-    const m = this.members.find((x) => x.node.role === 'primary');
-    if (!m) throw new Error('cluster has no primary');
-    return m;
-  }
-
-  private runningReplica(name: string): Member {
-    const m = this.member(name);
-    if (m.node.role !== 'replica') throw new Error(`${name} is not a replica`);
-    if (!m.node.running) throw new Error(`${name} is not running`);
-    return m;
-  }
-
-  private async sh(m: Member, script: string): Promise<void> {
-    const r = await m.container.exec(['bash', '-c', script], { user: 'mysql' });
+  private async sh(script: string): Promise<void> {
+    const r = await this.container.exec(['bash', '-c', script], { user: 'mysql' });
     if (r.exitCode !== 0)
-      throw new Error(`${m.node.name}: ${script.split('\n')[0]} failed: ${r.output}`);
+      throw new Error(`${this.node.name}: ${script.split('\n')[0]} failed: ${r.output}`);
+  }
+
+  /** Wait until the server started by the node script accepts connections. */
+  async accepting(): Promise<void> {
+    try {
+      await sql.waitUntilAccepting(this.adminUrl, { timeoutMs: START_TIMEOUT_MS });
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${await this.logTail()}`);
+    }
+  }
+
+  running(): boolean {
+    return this.node.running;
+  }
+
+  async start(): Promise<void> {
+    await this.sh(startCommand(this.flavour, this.node.role));
+    this.node.running = true;
+    await this.accepting();
+  }
+
+  async finishStop(asked: boolean): Promise<void> {
+    // Not answering SQL: SIGTERM is the same clean shutdown.
+    if (!asked) await this.sh('kill -TERM $(cat /tmp/mysqld.pid) 2>/dev/null || true');
+    await this.sh(waitForExit(this.flavour, 60));
+  }
+
+  async kill(): Promise<void> {
+    // SIGKILL ends a stopped (frozen) server too.
+    await this.sh(killAll(this.flavour));
+    await this.sh(waitForExit(this.flavour, 10));
+    this.frozen = false;
+  }
+
+  async freeze(): Promise<void> {
+    if (this.frozen) return;
+    await this.sh(signalAll(this.flavour, 'STOP'));
+    this.frozen = true;
+  }
+
+  async thaw(): Promise<void> {
+    if (!this.frozen) return;
+    await this.sh(signalAll(this.flavour, 'CONT'));
+    this.frozen = false;
+  }
+
+  async reinitialise(serverId: number): Promise<void> {
+    await this.sh(`set -e
+rm -rf ${DATA_DIR}
+cat > ${CONFIG_FILE} <<'TIDEMARK_EOF'
+${containerConfig(this.flavour, this.node.name, serverId)}
+TIDEMARK_EOF
+${initialiseCommand(this.flavour)} >>${LOG_FILE} 2>&1`);
   }
 
   /** The server log inside the container, for error messages. */
-  private async logTail(m: Member): Promise<string> {
-    const r = await m.container
+  async logTail(): Promise<string> {
+    const r = await this.container
       .exec(['bash', '-c', `tail -n 25 ${LOG_FILE}`], { user: 'mysql' })
       .catch(() => undefined);
-    return `--- ${m.node.name} log (${LOG_FILE} in its container) ---\n${r?.output ?? '(no log)'}`;
-  }
-
-  /** Used by the provider once every container is up: database, replication, version. */
-  async build(): Promise<void> {
-    for (const m of this.members) {
-      try {
-        await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
-      } catch (err) {
-        throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
-      }
-    }
-    const primary = this.currentPrimary();
-    await sql.query(primary.adminUrl, `CREATE DATABASE IF NOT EXISTS ${DATABASE}`);
-    for (const m of this.members) if (m !== primary) await this.attach(m);
-    // Resolve only once every replica has the `test` database its URL names.
-    const written = await this.dialect.executed(primary.adminUrl);
-    for (const m of this.members) {
-      if (m === primary) continue;
-      if (!(await this.dialect.waitApplied(m.adminUrl, written, CATCH_UP_TIMEOUT_MS)))
-        throw new Error(
-          `${m.node.name} did not apply ${written} from n0\n${await this.logTail(m)}`,
-        );
-    }
-    this.version = await sql.scalar(primary.adminUrl, 'SELECT VERSION() AS v');
-  }
-
-  /**
-   * Point a running replica at the current primary (by network alias) and, if the primary
-   * runs, wait until it has received everything the primary had. A replica holding
-   * transactions the primary never had is left read-only and not replicating, and this throws.
-   */
-  private async attach(m: Member): Promise<void> {
-    const primary = this.currentPrimary();
-    if (primary.node.running) {
-      const extra = await this.dialect.lacking(
-        primary.adminUrl,
-        await this.dialect.executed(m.adminUrl),
-      );
-      if (extra !== '')
-        throw new Error(
-          `${m.node.name}'s history diverged from ${primary.node.name}'s (it has ${extra}); it runs, read-only, but does not replicate`,
-        );
-    }
-    await this.dialect.follow(
-      m.adminUrl,
-      { host: primary.node.name, port: PORT, user: URL_USER },
-      { applierStopped: m.paused, wasPrimary: m.wrote },
-    );
-    m.wrote = false;
-    m.cut = false;
-    m.upstream = primary.node.name;
-    if (!primary.node.running) return;
-    const written = await this.dialect.executed(primary.adminUrl);
-    const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
-    let last = 'no status yet';
-    while (Date.now() < deadline) {
-      const status = await this.dialect.status(m.adminUrl).catch(() => undefined);
-      if (status?.receiver === 'No' && status.receiverErrno !== 0) {
-        throw new Error(
-          `${m.node.name}'s receiver stopped with error ${status.receiverErrno}: ${status.receiverError}`,
-        );
-      }
-      if (status?.receiver === 'Yes' && (await this.dialect.hasReceived(m.adminUrl, written)))
-        return;
-      last = status ? `receiver ${status.receiver}` : 'not configured as a replica';
-      await sleep(50);
-    }
-    throw new Error(
-      `${m.node.name} does not follow ${primary.node.name} after ${FOLLOW_TIMEOUT_MS} ms (${last})\n${await this.logTail(m)}`,
-    );
-  }
-
-  primary(): ClusterNode {
-    return this.currentPrimary().node;
-  }
-  replicas(): ClusterNode[] {
-    return this.nodes().filter((n) => n.role === 'replica');
-  }
-  nodes(): ClusterNode[] {
-    return this.members.map((m) => m.node);
-  }
-
-  /** Stop the applier (SQL thread) only: the receiver keeps fetching into the relay log. */
-  async pauseReplay(name: string): Promise<void> {
-    const m = this.runningReplica(name);
-    await this.dialect.stopApplier(m.adminUrl);
-    m.paused = true;
-  }
-  async resumeReplay(name: string): Promise<void> {
-    const m = this.runningReplica(name);
-    await this.dialect.startApplier(m.adminUrl);
-    m.paused = false;
-  }
-
-  /**
-   * Clean shutdown. As in local/mysql.ts: followers of a primary first receive what it
-   * committed, their receivers pause for the shutdown (MySQL's binlog senders otherwise delay
-   * it by seconds), the senders are killed and SHUTDOWN sent; the receivers resume afterwards.
-   */
-  async stop(name: string): Promise<void> {
-    const m = this.member(name);
-    if (!m.node.running) return;
-    await this.thaw(name);
-    const followers =
-      m.node.role === 'primary'
-        ? this.members.filter((f) => f !== m && f.node.role === 'replica' && f.node.running)
-        : [];
-    await this.handOver(m, followers);
-    await Promise.all(followers.map((f) => this.dialect.stopReceiver(f.adminUrl).catch(() => {})));
-    try {
-      try {
-        const threads = await this.dialect.senderThreads(m.adminUrl);
-        await sql.query(m.adminUrl, [...threads.map((id) => `KILL ${id}`), 'SHUTDOWN'].join(';'));
-      } catch {
-        // Not answering SQL: SIGTERM is the same clean shutdown.
-        await this.sh(m, `kill -TERM $(cat /tmp/mysqld.pid) 2>/dev/null || true`);
-      }
-      await this.sh(m, waitForExit(this.flavour, 60));
-    } finally {
-      await Promise.all(
-        followers.map((f) => this.dialect.startReceiver(f.adminUrl).catch(() => {})),
-      );
-    }
-    m.node.running = false;
-  }
-
-  private async handOver(source: Member, followers: readonly Member[]): Promise<void> {
-    if (followers.length === 0) return;
-    const written = await this.dialect.executed(source.adminUrl).catch(() => undefined);
-    if (written === undefined) return;
-    const deadline = Date.now() + HAND_OVER_MS;
-    await Promise.all(
-      followers.map(async (f) => {
-        while (Date.now() < deadline) {
-          if (await this.dialect.hasReceived(f.adminUrl, written).catch(() => true)) return;
-          await sleep(20);
-        }
-      }),
-    );
-  }
-
-  /** SIGKILL the server inside its container: a crash. */
-  async kill(name: string): Promise<void> {
-    const m = this.member(name);
-    // SIGKILL ends a stopped (frozen) server too.
-    await this.sh(m, killAll(this.flavour));
-    await this.sh(m, waitForExit(this.flavour, 10));
-    m.frozen = false;
-    m.node.running = false;
-  }
-
-  /**
-   * Start a stopped or killed node; a replica is pointed at the current primary again, unless
-   * it is cut off or was left on the old history at a promotion (as in local/mysql.ts).
-   */
-  async start(name: string): Promise<void> {
-    const m = this.member(name);
-    if (m.node.running) return;
-    await this.sh(m, startCommand(this.flavour, m.node.role));
-    m.node.running = true;
-    m.paused = false;
-    if (m.node.role === 'primary') m.wrote = true;
-    try {
-      await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
-    }
-    if (
-      m.node.role === 'replica' &&
-      !m.cut &&
-      (m.upstream === undefined || m.upstream === this.currentPrimary().node.name)
-    )
-      await this.attach(m);
-  }
-
-  /**
-   * As in local/mysql.ts: a running old primary first gets everything it committed to the
-   * target, then is stopped and left stopped as a replica of the new primary. The target applies
-   * all it received, forgets its source and accepts writes; the other running replicas are
-   * re-pointed at it (all by default, only `options.repoint` if given: the others stay on the
-   * old history, their receivers retrying the old source) and keep their pause state.
-   */
-  async promote(name: string, options: PromoteOptions = {}): Promise<void> {
-    const target = this.runningReplica(name);
-    const old = this.currentPrimary();
-    const d = this.dialect;
-    const repoint = options.repoint;
-    for (const other of repoint ?? []) {
-      const m = this.member(other);
-      if (m === target || m.node.role !== 'replica')
-        throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
-    }
-    if (old.node.running) {
-      const written = await d.executed(old.adminUrl);
-      const deadline = Date.now() + FOLLOW_TIMEOUT_MS;
-      while (!(await d.hasReceived(target.adminUrl, written))) {
-        if (Date.now() > deadline)
-          throw new Error(
-            `not promoting ${name}: it has not received everything ${old.node.name} committed (${written})`,
-          );
-        await sleep(20);
-      }
-      await this.stop(old.node.name);
-    }
-    // Its relay log is dropped by the reset in detach(): apply everything received first.
-    await d.stopReceiver(target.adminUrl);
-    const status = await d.status(target.adminUrl);
-    if (status && !status.applier) await d.startApplier(target.adminUrl);
-    const received = status?.received ?? '';
-    if (!(await d.waitApplied(target.adminUrl, received, CATCH_UP_TIMEOUT_MS)))
-      throw new Error(`not promoting ${name}: it did not apply what it received (${received})`);
-    await d.detach(target.adminUrl);
-    target.paused = false;
-    target.wrote = true;
-    target.node.role = 'primary';
-    target.upstream = undefined;
-    old.node.role = 'replica';
-    old.upstream = name;
-    const failures: string[] = [];
-    for (const m of this.members) {
-      if (m === target || m === old || m.node.role !== 'replica') continue;
-      if (repoint && !repoint.includes(m.node.name)) continue;
-      if (!m.node.running) {
-        m.upstream = name;
-        continue;
-      }
-      await this.attach(m).catch((err: Error) => failures.push(err.message));
-    }
-    if (failures.length > 0)
-      throw new Error(
-        `promoted ${name}, but some replicas do not follow it:\n${failures.join('\n')}`,
-      );
-  }
-
-  /** Stop the replica's receiver: it keeps serving what it applied, and receives nothing. */
-  async cutOff(name: string): Promise<void> {
-    const m = this.runningReplica(name);
-    await this.dialect.stopReceiver(m.adminUrl);
-    m.cut = true;
-    const status = await this.dialect.status(m.adminUrl);
-    if (status && status.receiver !== 'No')
-      throw new Error(`${name}'s receiver is '${status.receiver}' after stopping it`);
-  }
-
-  /** Point the replica at the current primary again and wait until it follows. */
-  async reconnect(name: string): Promise<void> {
-    const m = this.runningReplica(name);
-    m.cut = false;
-    await this.attach(m);
-  }
-
-  /** SIGSTOP the server: its port accepts connections, nothing answers. */
-  async freeze(name: string): Promise<void> {
-    const m = this.member(name);
-    if (m.frozen) return;
-    if (!m.node.running) throw new Error(`${name} is not running`);
-    await this.sh(m, signalAll(this.flavour, 'STOP'));
-    m.frozen = true;
-  }
-
-  async thaw(name: string): Promise<void> {
-    const m = this.member(name);
-    if (!m.frozen) return;
-    await this.sh(m, signalAll(this.flavour, 'CONT'));
-    m.frozen = false;
-  }
-
-  /**
-   * As in local/mysql.ts: rebuild a node as a fresh replica of the current primary. SIGKILL it
-   * if it runs (its data is thrown away), a new data directory (a new server_uuid) and a new
-   * server-id (a replica skips events carrying its own), then GTID auto-positioning (MariaDB:
-   * an empty slave_pos) fetches the primary's whole binary log. Resolves once it has applied
-   * everything the primary had.
-   */
-  async rejoin(name: string): Promise<void> {
-    const m = this.member(name);
-    const primary = this.currentPrimary();
-    if (m === primary) throw new Error(`rejoin(${name}): it is the current primary`);
-    if (!primary.node.running)
-      throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
-    await this.kill(name);
-    m.serverId = Math.max(...this.members.map((x) => x.serverId)) + 1;
-    await this.sh(
-      m,
-      `set -e
-rm -rf ${DATA_DIR}
-cat > ${CONFIG_FILE} <<'TIDEMARK_EOF'
-${containerConfig(this.flavour, name, m.serverId)}
-TIDEMARK_EOF
-${initialiseCommand(this.flavour)} >>${LOG_FILE} 2>&1
-${startCommand(this.flavour, 'replica')}`,
-    );
-    m.node.role = 'replica';
-    m.node.running = true;
-    m.paused = false;
-    m.wrote = false;
-    m.cut = false;
-    try {
-      await sql.waitUntilAccepting(m.adminUrl, { timeoutMs: START_TIMEOUT_MS });
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n${await this.logTail(m)}`);
-    }
-    await this.attach(m);
-    const written = await this.dialect.executed(primary.adminUrl);
-    if (!(await this.dialect.waitApplied(m.adminUrl, written, CATCH_UP_TIMEOUT_MS)))
-      throw new Error(
-        `rejoin(${name}): it did not apply ${written} from ${primary.node.name} within ${CATCH_UP_TIMEOUT_MS} ms\n${await this.logTail(m)}`,
-      );
-  }
-
-  async positions(): Promise<Record<string, string>> {
-    const running = this.members.filter((m) => m.node.running);
-    const texts = await Promise.all(
-      running.map((m) => this.dialect.position(m.adminUrl, m.node.role)),
-    );
-    return Object.fromEntries(running.map((m, i) => [m.node.name, texts[i]!]));
-  }
-
-  /** Run SQL as root on the node's `test` database; rows of the last statement. */
-  exec(name: string, text: string): Promise<unknown[]> {
-    return sql.query(this.member(name).node.url, text);
-  }
-
-  teardown(): Promise<void> {
-    this.done ??= (async () => {
-      await Promise.allSettled(this.members.map((m) => m.container.stop({ timeout: 0 })));
-      await this.network.stop().catch(() => {});
-      for (const m of this.members) m.node.running = false;
-    })();
-    return this.done;
+    return `--- ${this.node.name} log (${LOG_FILE} in its container) ---\n${r?.output ?? '(no log)'}`;
   }
 }
 
@@ -584,39 +260,30 @@ export async function startMysqlContainerCluster(
       .withWaitStrategy(Wait.forLogMessage(READY))
       .withStartupTimeout(180_000)
       .start();
-  const members: Member[] = [];
+  const servers: ContainerMysqlServer[] = [];
   try {
     // Every node initialises on its own, so all start at once.
     const started = await Promise.allSettled(
       Array.from({ length: replicas + 1 }, (_, i) => make(`n${i}`, i + 1)),
     );
     started.forEach((r, i) => {
-      if (r.status !== 'fulfilled') return;
-      const host = r.value.getHost();
-      const port = r.value.getMappedPort(PORT);
-      members.push({
-        container: r.value,
-        adminUrl: `mysql://${ADMIN_USER}@${host}:${port}/`,
-        paused: false,
-        wrote: i === 0,
-        cut: false,
-        frozen: false,
-        upstream: i === 0 ? undefined : 'n0',
-        serverId: i + 1,
-        node: {
-          name: `n${i}`,
-          role: i === 0 ? 'primary' : 'replica',
-          host,
-          port,
-          url: `mysql://${URL_USER}@${host}:${port}/${DATABASE}`,
-          running: true,
-        },
-      });
+      if (r.status === 'fulfilled')
+        servers.push(new ContainerMysqlServer(`n${i}`, r.value, want.flavour));
     });
     const failed = started.find((r) => r.status === 'rejected');
     if (failed) throw (failed as PromiseRejectedResult).reason;
-    const cluster = new ContainerMysqlCluster(target, want.flavour, members, network);
-    await cluster.build();
+    const cluster = new MysqlTopology(
+      target,
+      want.flavour,
+      servers,
+      { follow: 'received', verifyPause: false, attachInParallel: false },
+      async () => {
+        await Promise.allSettled(servers.map((s) => s.container.stop({ timeout: 0 })));
+        await network.stop().catch(() => {});
+      },
+    );
+    for (const server of servers) await server.accepting();
+    await cluster.replicate();
     if (!cluster.version.startsWith(`${want.series}.`)) {
       throw new Error(
         `${image} is ${cluster.version}, target ${target} wants ${want.series}; set TIDEMARK_TC_IMAGE_${target.toUpperCase()} to an image of that series`,
@@ -624,7 +291,7 @@ export async function startMysqlContainerCluster(
     }
     return cluster;
   } catch (err) {
-    await Promise.allSettled(members.map((m) => m.container.stop({ timeout: 0 })));
+    await Promise.allSettled(servers.map((s) => s.container.stop({ timeout: 0 })));
     await network.stop().catch(() => {});
     throw err;
   }

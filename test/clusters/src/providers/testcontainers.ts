@@ -19,8 +19,11 @@
 import { capabilitySet } from '../capabilities.js';
 import { containerMongo } from '../mongo/index.js';
 import { mysqlFamilyTarget } from '../mysql/targets.js';
+import { NodeTable } from '../node-table.js';
 import * as sql from '../postgres/sql.js';
+import { PG_TARGETS, TARGETS } from '../targets.js';
 import {
+  ALL_CAPABILITIES,
   type Availability,
   type Cluster,
   type ClusterNode,
@@ -37,7 +40,9 @@ type StartedNetwork = Awaited<ReturnType<InstanceType<TC['Network']>['start']>>;
 
 const PGDATA = '/tmp/pgdata';
 const READY = 'TIDEMARK-READY';
-const MAJORS: Record<string, number> = { pg15: 15, pg18: 18, pg19: 19 };
+const MAJORS: Record<string, number> = Object.fromEntries(
+  PG_TARGETS.map((t) => [t, Number(TARGETS[t].series)]),
+);
 const LOG = '/tmp/pg.log';
 const STREAMING_TIMEOUT_MS = 30_000;
 // What a standby logs when the primary's new timeline forked off before its own position.
@@ -119,42 +124,18 @@ interface Member {
 }
 
 class ContainerPgCluster implements Cluster {
-  readonly capabilities = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities = capabilitySet(...ALL_CAPABILITIES);
   readonly flavour = 'postgres' as const;
   private done: Promise<void> | undefined;
+  private readonly table: NodeTable<Member>;
 
   constructor(
     readonly target: string,
     readonly version: string,
-    private readonly members: Member[],
+    members: Member[],
     private readonly network: StartedNetwork,
-  ) {}
-
-  private member(name: string): Member {
-    const m = this.members.find((x) => x.node.name === name);
-    if (!m) throw new Error(`no node '${name}'`);
-    return m;
-  }
-
-  private currentPrimary(): Member {
-    const m = this.members.find((x) => x.node.role === 'primary');
-    if (!m) throw new Error('cluster has no primary');
-    return m;
-  }
-
-  private runningReplica(name: string): Member {
-    const m = this.member(name);
-    if (m.node.role !== 'replica') throw new Error(`${name} is not a replica`);
-    if (!m.node.running) throw new Error(`${name} is not running`);
-    return m;
+  ) {
+    this.table = new NodeTable(target, members);
   }
 
   private async sh(m: Member, script: string): Promise<void> {
@@ -164,29 +145,29 @@ class ContainerPgCluster implements Cluster {
   }
 
   primary(): ClusterNode {
-    return this.members.find((m) => m.node.role === 'primary')!.node;
+    return this.table.primary().node;
   }
   replicas(): ClusterNode[] {
-    return this.nodes().filter((n) => n.role === 'replica');
+    return this.table.replicaNodes();
   }
   nodes(): ClusterNode[] {
-    return this.members.map((m) => m.node);
+    return this.table.nodes();
   }
   pauseReplay(name: string) {
-    return sql.pauseReplay(this.member(name).node.url);
+    return sql.pauseReplay(this.table.get(name).node.url);
   }
   resumeReplay(name: string) {
-    return sql.resumeReplay(this.member(name).node.url);
+    return sql.resumeReplay(this.table.get(name).node.url);
   }
   async stop(name: string) {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (!m.node.running) return;
     await this.thaw(name);
     await this.sh(m, `pg_ctl -D ${PGDATA} -m fast -w stop`);
     m.node.running = false;
   }
   async kill(name: string) {
-    const m = this.member(name);
+    const m = this.table.get(name);
     // SIGKILL ends stopped processes too.
     await this.sh(m, KILL_ALL);
     m.frozen = false;
@@ -194,7 +175,7 @@ class ContainerPgCluster implements Cluster {
   }
   /** Start a stopped or killed node; a replica must also stream the current primary's timeline. */
   async start(name: string) {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (m.node.running) return;
     const logOffset = await this.logSize(m);
     await this.sh(m, `pg_ctl -D ${PGDATA} -l ${LOG} -w start`);
@@ -202,7 +183,7 @@ class ContainerPgCluster implements Cluster {
     await sql.waitUntilAccepting(m.node.url, { timeoutMs: 60_000 });
     // A cut-off replica stays cut, and one left on the old history at a promotion stays there:
     // neither follows the current primary.
-    const primary = this.currentPrimary();
+    const primary = this.table.primary();
     if (
       m.node.role === 'replica' &&
       primary.node.running &&
@@ -249,14 +230,14 @@ class ContainerPgCluster implements Cluster {
    * others stay on the old history, following nobody). A cut-off replica stays cut.
    */
   async promote(name: string, options: PromoteOptions = {}) {
-    const target = this.runningReplica(name);
+    const target = this.table.runningReplica(name);
     const repoint = options.repoint;
     for (const other of repoint ?? []) {
-      const m = this.member(other);
+      const m = this.table.get(other);
       if (m === target || m.node.role !== 'replica')
         throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
     }
-    const old = this.currentPrimary();
+    const old = this.table.primary();
     if (old.node.running) await this.stop(old.node.name);
     await sql.promote(target.node.url);
     const timeline = await sql.primaryTimeline(target.node.url);
@@ -272,7 +253,7 @@ class ContainerPgCluster implements Cluster {
       );
     await followOnStart(old);
     old.upstream = name;
-    for (const m of this.members) {
+    for (const m of this.table.all()) {
       if (m === target || m === old || m.node.role !== 'replica') continue;
       if (repoint && !repoint.includes(m.node.name)) continue;
       m.upstream = name;
@@ -303,7 +284,7 @@ class ContainerPgCluster implements Cluster {
    * standby keeps serving reads of what it replayed. Resolves once no receiver runs.
    */
   async cutOff(name: string): Promise<void> {
-    const m = this.runningReplica(name);
+    const m = this.table.runningReplica(name);
     if (m.cut) return;
     m.cut = true;
     await this.setConninfo(m, '');
@@ -319,8 +300,8 @@ class ContainerPgCluster implements Cluster {
 
   /** Point the replica at the current primary again; resolves once it streams (if that runs). */
   async reconnect(name: string): Promise<void> {
-    const m = this.runningReplica(name);
-    const primary = this.currentPrimary();
+    const m = this.table.runningReplica(name);
+    const primary = this.table.primary();
     m.cut = false;
     m.upstream = primary.node.name;
     const logOffset = await this.logSize(m);
@@ -330,7 +311,7 @@ class ContainerPgCluster implements Cluster {
 
   /** SIGSTOP every postgres process of the node: its port accepts connections, nothing answers. */
   async freeze(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (m.frozen) return;
     if (!m.node.running) throw new Error(`${name} is not running`);
     // Twice: a process forked while the first pass ran is stopped by the second.
@@ -339,7 +320,7 @@ class ContainerPgCluster implements Cluster {
   }
 
   async thaw(name: string): Promise<void> {
-    const m = this.member(name);
+    const m = this.table.get(name);
     if (!m.frozen) return;
     await this.sh(m, signalAll('CONT'));
     m.frozen = false;
@@ -350,8 +331,8 @@ class ContainerPgCluster implements Cluster {
    * thrown away), pg_basebackup -R from the primary, start it; resolves once it streams.
    */
   async rejoin(name: string): Promise<void> {
-    const m = this.member(name);
-    const primary = this.currentPrimary();
+    const m = this.table.get(name);
+    const primary = this.table.primary();
     if (m === primary) throw new Error(`rejoin(${name}): it is the current primary`);
     if (!primary.node.running)
       throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
@@ -373,18 +354,16 @@ class ContainerPgCluster implements Cluster {
   }
 
   async positions() {
-    const running = this.nodes().filter((n) => n.running);
-    const lsns = await Promise.all(running.map((n) => sql.position(n.url)));
-    return Object.fromEntries(running.map((n, i) => [n.name, lsns[i]!]));
+    return this.table.positions((m) => sql.position(m.node.url));
   }
   exec(name: string, text: string) {
-    return sql.query(this.member(name).node.url, text);
+    return sql.query(this.table.get(name).node.url, text);
   }
   teardown(): Promise<void> {
     this.done ??= (async () => {
-      await Promise.allSettled(this.members.map((m) => m.container.stop({ timeout: 0 })));
+      await Promise.allSettled(this.table.all().map((m) => m.container.stop({ timeout: 0 })));
       await this.network.stop().catch(() => {});
-      for (const m of this.members) m.node.running = false;
+      this.table.allStopped();
     })();
     return this.done;
   }

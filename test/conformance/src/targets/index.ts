@@ -1,8 +1,10 @@
+import type { TargetName } from '@tidemark/test-clusters';
 import type { AnyConformanceTarget } from '../types.js';
 
 /**
  * Every known target, loaded lazily: a PostgreSQL run imports only the pg adapter, so other
- * adapters' drivers (mysql2, mongodb) need not be installed. Add a line per new target.
+ * adapters' drivers (mysql2, mongodb) need not be installed. Add a line per new target: the
+ * names are those of the harness's registry (test/clusters/src/targets.ts), one line each.
  */
 export const targets: Record<string, () => Promise<AnyConformanceTarget>> = {
   pg15: async () => (await import('./pg.js')).pgTarget('pg15'),
@@ -12,9 +14,12 @@ export const targets: Record<string, () => Promise<AnyConformanceTarget>> = {
   mariadb1011: async () => (await import('./mysql.js')).mariadbTarget(),
   'mongo-sim': async () => (await import('./mongo.js')).mongoSimTarget(),
   mongo: async () => (await import('./mongo.js')).realMongoTarget(),
-};
+} satisfies Record<TargetName, () => Promise<AnyConformanceTarget>>;
 
-/** Target names as the suite reads them from TIDEMARK_TARGETS. */
+/**
+ * The targets the suite runs when TIDEMARK_TARGETS is unset or empty, as that variable spells
+ * them (not the harness's DEFAULT_TARGETS, which lists its PostgreSQL targets).
+ */
 export const DEFAULT_TARGETS = 'pg15';
 
 /**

@@ -4,6 +4,7 @@
 
 import { localMongo } from '../../mongo/index.js';
 import { MongoSimCluster } from '../../mongo-sim/cluster.js';
+import type { TargetName } from '../../targets.js';
 import {
   type Availability,
   type Cluster,
@@ -16,9 +17,9 @@ import { MYSQL_DISTRIBUTIONS } from './mysql-targets.js';
 import { PG_DISTRIBUTIONS } from './pg-targets.js';
 import { LocalPgCluster } from './postgres.js';
 
-const MONGO_SIM = 'mongo-sim';
+const MONGO_SIM = 'mongo-sim' satisfies TargetName;
 /** A real replica set: three mongod processes from the binary named in TIDEMARK_MONGOD. */
-const MONGO = 'mongo';
+const MONGO = 'mongo' satisfies TargetName;
 
 export class LocalProvider implements ClusterProvider {
   readonly name = 'local' as const;

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { appendFile, chown, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { capabilitySet } from '../../capabilities.js';
+import { NodeTable } from '../../node-table.js';
 import { freePorts } from '../../ports.js';
 import * as sql from '../../postgres/sql.js';
 import {
@@ -28,7 +29,13 @@ import {
   type RunDir,
   reapStaleRunDirs,
 } from '../../tempdir.js';
-import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../../types.js';
+import {
+  ALL_CAPABILITIES,
+  type Cluster,
+  type ClusterCapability,
+  type ClusterNode,
+  type PromoteOptions,
+} from '../../types.js';
 import type { PgBinaries } from './pg-targets.js';
 
 export const RUN_DIR_PREFIX = 'tidemark-pg-';
@@ -150,17 +157,9 @@ const BACKUP_EMPTY_DIRS = [
 
 export class LocalPgCluster implements Cluster {
   readonly flavour = 'postgres' as const;
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(
-    'pause',
-    'kill',
-    'promote',
-    'promote-partial',
-    'cut-off',
-    'freeze',
-    'rejoin',
-  );
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
   private serverVersion = '';
-  private readonly states = new Map<string, NodeState>();
+  private readonly table: NodeTable<NodeState>;
   // Every postmaster we started: teardown removes SysV segments any of them left behind.
   private readonly postmasters = new Set<number>();
   private tornDown: Promise<void> | undefined;
@@ -170,7 +169,9 @@ export class LocalPgCluster implements Cluster {
     private readonly bins: PgBinaries,
     private readonly user: SystemUser,
     private readonly runDir: RunDir,
-  ) {}
+  ) {
+    this.table = new NodeTable(target);
+  }
 
   get version(): string {
     return this.serverVersion;
@@ -202,7 +203,7 @@ export class LocalPgCluster implements Cluster {
     for (let i = 0; i <= replicas; i++) {
       const name = `n${i}`;
       const port = ports[i]!;
-      this.states.set(name, {
+      this.table.add({
         node: {
           name,
           role: i === 0 ? 'primary' : 'replica',
@@ -223,7 +224,7 @@ export class LocalPgCluster implements Cluster {
     // A fresh initdb per cluster (about 0.7 s idle, 3 s on a loaded 2-core machine) rather than
     // a shared template: clusters must not share a system identifier, which an adapter may use
     // to tell one cluster's history from another's.
-    const primary = this.state('n0');
+    const primary = this.table.get('n0');
     await this.runtime.run(
       join(this.bins.binDir, 'initdb'),
       [
@@ -243,24 +244,18 @@ export class LocalPgCluster implements Cluster {
     );
     await appendFile(join(primary.dataHost, 'postgresql.conf'), COMMON_CONFIG);
     await this.writeOwned(join(primary.dataHost, 'pg_hba.conf'), HBA);
-    for (const state of this.states.values()) {
+    for (const state of this.table.all()) {
       if (state !== primary) await copyTree(primary.dataHost, state.dataHost);
       await this.configure(state, state === primary ? undefined : primary);
     }
     await this.launch(primary);
     await Promise.all(
-      [...this.states.values()].filter((s) => s !== primary).map((s) => this.launch(s)),
+      this.table
+        .all()
+        .filter((s) => s !== primary)
+        .map((s) => this.launch(s)),
     );
     this.serverVersion = await sql.serverVersion(primary.node.url);
-  }
-
-  private state(name: string): NodeState {
-    const state = this.states.get(name);
-    if (!state)
-      throw new Error(
-        `no node '${name}' in this ${this.target} cluster (nodes: ${[...this.states.keys()].join(', ')})`,
-      );
-    return state;
   }
 
   private async writeOwned(file: string, content: string): Promise<void> {
@@ -293,11 +288,6 @@ export class LocalPgCluster implements Cluster {
     await this.writeOwned(join(state.dataHost, 'tidemark.node.conf'), `${lines.join('\n')}\n`);
   }
 
-  private currentPrimary(): NodeState {
-    for (const state of this.states.values()) if (state.node.role === 'primary') return state;
-    throw new Error('cluster has no primary');
-  }
-
   /** Start the server and wait until it accepts connections; a replica also until it follows. */
   private async launch(state: NodeState): Promise<void> {
     const logOffset = fileSize(state.logHost);
@@ -320,7 +310,7 @@ export class LocalPgCluster implements Cluster {
       alive: () => proc.running(),
       context: () => logContext(state),
     });
-    const primary = this.currentPrimary();
+    const primary = this.table.primary();
     // Only a replica configured to stream from the running primary is waited for: a cut-off
     // one receives nothing, and one left on the old history follows a primary that is gone.
     if (
@@ -372,35 +362,28 @@ export class LocalPgCluster implements Cluster {
   }
 
   primary(): ClusterNode {
-    return this.currentPrimary().node;
+    return this.table.primary().node;
   }
 
   replicas(): ClusterNode[] {
-    return this.nodes().filter((n) => n.role === 'replica');
+    return this.table.replicaNodes();
   }
 
   nodes(): ClusterNode[] {
-    return [...this.states.values()].map((s) => s.node);
-  }
-
-  private runningReplica(name: string): NodeState {
-    const state = this.state(name);
-    if (state.node.role !== 'replica') throw new Error(`${name} is not a replica`);
-    if (!state.node.running) throw new Error(`${name} is not running`);
-    return state;
+    return this.table.nodes();
   }
 
   async pauseReplay(name: string): Promise<void> {
-    await sql.pauseReplay(this.runningReplica(name).node.url);
+    await sql.pauseReplay(this.table.runningReplica(name).node.url);
   }
 
   async resumeReplay(name: string): Promise<void> {
-    await sql.resumeReplay(this.runningReplica(name).node.url);
+    await sql.resumeReplay(this.table.runningReplica(name).node.url);
   }
 
   /** Fast shutdown, what `pg_ctl stop -m fast` sends: SIGINT to the postmaster. */
   async stop(name: string): Promise<void> {
-    const state = this.state(name);
+    const state = this.table.get(name);
     this.unfreeze(state);
     if (state.proc) await stopServer(state.proc, 'SIGINT');
     state.node.running = false;
@@ -412,7 +395,7 @@ export class LocalPgCluster implements Cluster {
    * must not race them for the data directory.
    */
   async kill(name: string): Promise<void> {
-    const state = this.state(name);
+    const state = this.table.get(name);
     const proc = state.proc;
     // SIGKILL ends stopped processes too; continuing them first only keeps the exit handler tidy.
     this.unfreeze(state);
@@ -430,17 +413,17 @@ export class LocalPgCluster implements Cluster {
   }
 
   async start(name: string): Promise<void> {
-    const state = this.state(name);
+    const state = this.table.get(name);
     if (state.proc?.running()) return;
     await this.launch(state);
   }
 
   async promote(name: string, options: PromoteOptions = {}): Promise<void> {
-    const target = this.runningReplica(name);
-    const old = this.currentPrimary();
+    const target = this.table.runningReplica(name);
+    const old = this.table.primary();
     const repoint = options.repoint;
     for (const other of repoint ?? []) {
-      const state = this.state(other);
+      const state = this.table.get(other);
       if (state === target || state.node.role !== 'replica')
         throw new Error(`promote(${name}): cannot re-point ${other}: not another replica`);
     }
@@ -456,7 +439,7 @@ export class LocalPgCluster implements Cluster {
     await this.configure(old, target);
 
     const failures: string[] = [];
-    for (const state of this.states.values()) {
+    for (const state of this.table.all()) {
       if (state === target || state === old || state.node.role !== 'replica') continue;
       // Left where it is: still a replica of this cluster, streaming from nobody (the old
       // primary is gone) on the old history.
@@ -491,10 +474,10 @@ export class LocalPgCluster implements Cluster {
    * while the standby keeps serving reads of what it replayed. Resolves once no receiver runs.
    */
   async cutOff(name: string): Promise<void> {
-    const state = this.runningReplica(name);
+    const state = this.table.runningReplica(name);
     if (state.cut) return;
     state.cut = true;
-    const upstream = state.upstream === undefined ? undefined : this.state(state.upstream);
+    const upstream = state.upstream === undefined ? undefined : this.table.get(state.upstream);
     await this.configure(state, upstream);
     state.proc!.signal('SIGHUP');
     const deadline = Date.now() + STREAMING_TIMEOUT_MS;
@@ -509,8 +492,8 @@ export class LocalPgCluster implements Cluster {
 
   /** Restore primary_conninfo (to the current primary) and reload; resolves once it streams. */
   async reconnect(name: string): Promise<void> {
-    const state = this.runningReplica(name);
-    const primary = this.currentPrimary();
+    const state = this.table.runningReplica(name);
+    const primary = this.table.primary();
     state.cut = false;
     await this.configure(state, primary);
     const offset = fileSize(state.logHost);
@@ -522,14 +505,14 @@ export class LocalPgCluster implements Cluster {
 
   /** SIGSTOP the postmaster and every process it forked (backends, WAL sender/receiver, ...). */
   async freeze(name: string): Promise<void> {
-    const state = this.state(name);
+    const state = this.table.get(name);
     if (state.frozen) return;
     if (!state.proc?.running()) throw new Error(`${name} is not running`);
     state.frozen = freezeTree(state.proc.pid);
   }
 
   async thaw(name: string): Promise<void> {
-    this.unfreeze(this.state(name));
+    this.unfreeze(this.table.get(name));
   }
 
   private unfreeze(state: NodeState): void {
@@ -544,8 +527,8 @@ export class LocalPgCluster implements Cluster {
    * postgres does not ship), then start it streaming.
    */
   async rejoin(name: string): Promise<void> {
-    const state = this.state(name);
-    const primary = this.currentPrimary();
+    const state = this.table.get(name);
+    const primary = this.table.primary();
     if (state === primary) throw new Error(`rejoin(${name}): it is the current primary`);
     if (!primary.node.running)
       throw new Error(`rejoin(${name}): the primary ${primary.node.name} is not running`);
@@ -569,20 +552,18 @@ export class LocalPgCluster implements Cluster {
   }
 
   async positions(): Promise<Record<string, string>> {
-    const running = this.nodes().filter((n) => n.running);
-    const lsns = await Promise.all(running.map((n) => sql.position(n.url)));
-    return Object.fromEntries(running.map((n, i) => [n.name, lsns[i]!]));
+    return this.table.positions((s) => sql.position(s.node.url));
   }
 
   async exec(name: string, text: string): Promise<unknown[]> {
-    return sql.query(this.state(name).node.url, text);
+    return sql.query(this.table.get(name).node.url, text);
   }
 
   teardown(): Promise<void> {
     this.tornDown ??= (async () => {
       // Immediate shutdown: the data is thrown away, and unlike SIGKILL it frees shared memory.
       await Promise.all(
-        [...this.states.values()].map(async (s) => {
+        this.table.all().map(async (s) => {
           this.unfreeze(s);
           if (s.proc) await stopServer(s.proc, 'SIGQUIT', 10_000);
           s.node.running = false;
