@@ -29,7 +29,7 @@ export interface Bookstore {
   readonly replica: ClusterNode;
   readonly router: Router<unknown, pg.PoolClient>;
   /** Signs and verifies the tokens in cookies and headers. */
-  readonly codec: TokenCodec;
+  readonly tokens: TokenCodec;
   /** Seconds a token stays useful: cookie Max-Age and store TTL. */
   readonly lifetimeSeconds: number;
   /** Where the token store lives, for the start-up banner. */
@@ -76,7 +76,7 @@ export async function startBookstore(options: BookstoreOptions = {}): Promise<Bo
     // A real deployment loads secrets from its secret store; new keys go first, retired ones
     // stay until their tokens expired (`lifetimeSeconds`).
     const secret = process.env['TIDEMARK_SECRET'] ?? 'demo-only-secret-demo-only-secret!';
-    const codec = new TokenCodec({
+    const tokens = new TokenCodec({
       keys: [{ id: 'demo1', secret }],
       maxAgeSeconds: lifetimeSeconds,
     });
@@ -89,12 +89,12 @@ export async function startBookstore(options: BookstoreOptions = {}): Promise<Bo
       cluster,
       replica,
       router,
-      codec,
+      tokens,
       lifetimeSeconds,
       redisDescription,
       carrier: (api) =>
         new TokenCarrier({
-          codec,
+          tokens,
           lifetimeSeconds,
           // The carrier merges every token source per cluster with the router's codec.
           routers: [routed],

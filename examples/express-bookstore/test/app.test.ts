@@ -135,7 +135,7 @@ describe('express-bookstore over HTTP', () => {
     expect(placed.body).toEqual({ id: expect.any(Number), title: 'Dune' });
     const token = tokenOf(placed.cookie);
     expect(placed.headerToken).toBe(token);
-    expect(bookstore.codec.decode(token).positions['bookstore']).toMatch(/\S/);
+    expect(bookstore.tokens.decode(token).positions['bookstore']).toMatch(/\S/);
 
     const read = await myOrders(api, 'ada', placed.cookie);
     expect(read.status).toBe(200);
@@ -179,8 +179,8 @@ describe('express-bookstore over HTTP', () => {
       expect(otherDevice.body).toMatchObject({ servedBy: 'primary', reason: 'primary-fallback' });
       expect(otherDevice.body.orders).toContainEqual({ id: order.body.id, title: 'Kim' });
       // The other device gets its own cookie with the stored position.
-      expect(bookstore.codec.decode(tokenOf(otherDevice.cookie)).positions).toEqual(
-        bookstore.codec.decode(tokenOf(order.cookie)).positions,
+      expect(bookstore.tokens.decode(tokenOf(otherDevice.cookie)).positions).toEqual(
+        bookstore.tokens.decode(tokenOf(order.cookie)).positions,
       );
     } finally {
       await cluster.resumeReplay(replica.name);
@@ -207,7 +207,7 @@ describe('express-bookstore over HTTP', () => {
     // The forged cookie is replaced by a genuine one holding what the read observed on r1.
     const fresh = tokenOf(read.cookie);
     expect(fresh).not.toBe(forged);
-    expect(bookstore.codec.decode(fresh).positions['bookstore']).toMatch(/\S/);
+    expect(bookstore.tokens.decode(fresh).positions['bookstore']).toMatch(/\S/);
     expect(warnings.slice(warned)).toEqual([
       expect.stringMatching(/ignored a bad token from the cookie .*TIDEMARK_TOKEN_SIGNATURE/),
     ]);

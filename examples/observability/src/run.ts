@@ -62,7 +62,7 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
   let server: ReturnType<ReturnType<typeof observedApp>['listen']> | undefined;
   try {
     await router.ready();
-    const codec = new TokenCodec({
+    const tokens = new TokenCodec({
       keys: [
         {
           id: 'k1',
@@ -70,7 +70,7 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
         },
       ],
     });
-    const carrier = new TokenCarrier({ codec, routers: [router] });
+    const carrier = new TokenCarrier({ tokens, routers: [router] });
     const app = observedApp(router, carrier, telemetry.tracerProvider.getTracer('bookstore-api'));
     const listening = app.listen(0, '127.0.0.1');
     server = listening;

@@ -13,6 +13,7 @@ import { codecMap, decodePosition, isTokenErrorLike, type KnownCluster } from '.
 import { tokenLifetimeSeconds } from './lifetime.js';
 import { OncePerKey } from './once-per-source.js';
 import type { TokenStore } from './store.js';
+import { type TokenCodecOption, tokenCodecOf } from './token-option.js';
 
 /** Header that carries the token between services (and to non-browser clients). */
 export const DEFAULT_TOKEN_HEADER = 'x-tidemark-token';
@@ -71,9 +72,13 @@ export interface CarrierEvents {
   'store-error': (event: { operation: 'get' | 'raise'; error: unknown }) => void;
 }
 
-export interface TokenCarrierOptions {
-  /** Verifies and signs tokens: keys (rotation), maxLength, maxAgeSeconds. */
-  codec: TokenCodec;
+/**
+ * Options of a {@link TokenCarrier}: the token codec (`tokens`) plus these settings.
+ */
+export type TokenCarrierOptions = TokenCarrierSettings & TokenCodecOption;
+
+/** Everything a {@link TokenCarrier} takes besides its token codec. */
+export interface TokenCarrierSettings {
   /**
    * The routers whose tokens this carrier carries (anything with `cluster` and `codec`). Their
    * codecs merge the positions a request carries in its header, its cookie and the store (the
@@ -178,7 +183,12 @@ type ResolvedCookie = {
 export class TokenCarrier {
   readonly events = new Emitter<CarrierEvents>();
   readonly lifetimeSeconds: number;
-  readonly codec: TokenCodec;
+  /** The token codec this carrier verifies and signs with. */
+  readonly tokens: TokenCodec;
+  /** @deprecated Use {@link TokenCarrier.tokens} (the same TokenCodec). */
+  get codec(): TokenCodec {
+    return this.tokens;
+  }
   readonly store: TokenStore | undefined;
   readonly headerName: string | undefined;
   /** Position codec per cluster this carrier knows (routers, codecs, the store's codecs). */
@@ -208,7 +218,7 @@ export class TokenCarrier {
   };
 
   constructor(options: TokenCarrierOptions) {
-    this.codec = options.codec;
+    this.tokens = tokenCodecOf(options, 'TokenCarrier');
     this.store = options.store;
     this.headerName =
       options.header === false ? undefined : (options.header ?? DEFAULT_TOKEN_HEADER).toLowerCase();
@@ -289,7 +299,7 @@ export class TokenCarrier {
       let positions: Readonly<Record<string, string>>;
       let pending: TokenData['pending'];
       try {
-        ({ positions, pending } = this.codec.decode(text));
+        ({ positions, pending } = this.tokens.decode(text));
         this.counters.tokensAccepted++;
       } catch (error) {
         const tokenError = asTokenError(error);
@@ -340,8 +350,8 @@ export class TokenCarrier {
     let session: Session | undefined;
     for (const [carrier, text] of candidates) {
       try {
-        const decoded = this.codec.decode(text);
-        session ??= Session.fromToken(decoded, { maxClusters: this.codec.maxClusters });
+        const decoded = this.tokens.decode(text);
+        session ??= Session.fromToken(decoded, { maxClusters: this.tokens.maxClusters });
         this.counters.tokensAccepted++;
       } catch (error) {
         const tokenError = asTokenError(error);
@@ -451,7 +461,7 @@ export class TokenCarrier {
     if (session.unsettled && !carrying) this.counters.unsettledResponses++;
     if (session.clusters().length > 0 || carrying) {
       try {
-        token = this.codec.encode({
+        token = this.tokens.encode({
           positions: writtenPositions(session, carried),
           ...(carrying ? { pending } : {}),
         });

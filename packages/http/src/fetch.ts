@@ -2,10 +2,16 @@ import { maybeCurrentSession, type Session, type TokenCodec } from '@tidemark/co
 import type { PositionCodec } from '@tidemark/core/adapter';
 import { DEFAULT_TOKEN_HEADER } from './carrier.js';
 import { type CodecMap, codecMap, decodePosition, type KnownCluster } from './known.js';
+import { type TokenCodecOption, tokenCodecOf } from './token-option.js';
 
-export interface ForwardingFetchOptions {
-  /** Signs the forwarded token; use the same keys as the receiving services. */
-  codec: TokenCodec;
+/**
+ * Options of {@link createForwardingFetch}: the token codec (`tokens`; use the same keys as the
+ * receiving services) plus these settings.
+ */
+export type ForwardingFetchOptions = ForwardingFetchSettings & TokenCodecOption;
+
+/** Everything {@link createForwardingFetch} takes besides its token codec. */
+export interface ForwardingFetchSettings {
   /** Header to send the token in. Default `x-tidemark-token`. */
   header?: string;
   /** The fetch to wrap. Default the global fetch. */
@@ -31,6 +37,7 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
   const inner = options.fetch ?? globalThis.fetch;
   const header = (options.header ?? DEFAULT_TOKEN_HEADER).toLowerCase();
   const codecs = codecMap(options.routers, options.codecs);
+  const tokens = tokenCodecOf(options, 'createForwardingFetch');
   const forwarding = async (
     input: Parameters<typeof fetch>[0],
     init?: RequestInit,
@@ -46,13 +53,11 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
     );
     const explicit = headers.get(header);
     const positions =
-      explicit && codecs.size > 0
-        ? mergedWith(session, explicit, options.codec, codecs)
-        : data.positions;
-    headers.set(header, options.codec.encode({ positions, pending: data.pending }));
+      explicit && codecs.size > 0 ? mergedWith(session, explicit, tokens, codecs) : data.positions;
+    headers.set(header, tokens.encode({ positions, pending: data.pending }));
     const response = await inner(input, { ...init, headers });
     const returned = response.headers.get(header);
-    if (returned && codecs.size > 0) absorb(returned, options.codec, codecs);
+    if (returned && codecs.size > 0) absorb(returned, tokens, codecs);
     return response;
   };
   return forwarding as typeof fetch;
@@ -66,13 +71,13 @@ export function createForwardingFetch(options: ForwardingFetchOptions): typeof f
 function mergedWith(
   session: Session,
   text: string,
-  codec: TokenCodec,
+  tokens: TokenCodec,
   codecs: CodecMap,
 ): Record<string, string> {
   const positions = new Map(Object.entries(session.settledTokenData().positions));
   let explicit: Readonly<Record<string, string>>;
   try {
-    explicit = codec.decode(text).positions;
+    explicit = tokens.decode(text).positions;
   } catch {
     return Object.fromEntries(positions);
   }
@@ -98,12 +103,12 @@ function mergedWith(
 }
 
 /** Raise the current session with a token a downstream service returned; bad ones are dropped. */
-function absorb(text: string, codec: TokenCodec, codecs: CodecMap): void {
+function absorb(text: string, tokens: TokenCodec, codecs: CodecMap): void {
   const session = maybeCurrentSession();
   if (!session) return;
   let positions: Readonly<Record<string, string>>;
   try {
-    positions = codec.decode(text).positions;
+    positions = tokens.decode(text).positions;
   } catch {
     return; // A downstream service with other keys: its token is not ours to trust.
   }

@@ -4,18 +4,18 @@ import { type JobSessionOptions, runJobInSession, type StampedPayload, stampJob 
 
 /**
  * `queue.add` with the current session's token stamped into the job data. A token that cannot
- * be encoded (too many clusters for the codec) rejects the returned promise; it never throws.
+ * be encoded (too many clusters for the token codec) rejects the returned promise; it never throws.
  */
 export async function addWithToken<T extends object>(
   queue: Queue,
   name: string,
   data: T,
-  codec: TokenCodec,
+  tokens: TokenCodec,
   options?: JobsOptions,
 ): Promise<Job> {
   // Taken before the first await, while the caller's session is still the current one.
   const session = maybeCurrentSession();
-  return queue.add(name, await stampJob(data, codec, session), options);
+  return queue.add(name, await stampJob(data, tokens, session), options);
 }
 
 /**
@@ -23,9 +23,9 @@ export async function addWithToken<T extends object>(
  * read it makes through the router (via `currentSession()`) sees the enqueuing request's writes.
  */
 export function withJobSession<T extends object, R>(
-  codec: TokenCodec,
+  tokens: TokenCodec,
   processor: (job: Job<StampedPayload<T>, R>) => Promise<R>,
   options: JobSessionOptions = {},
 ): (job: Job<StampedPayload<T>, R>) => Promise<R> {
-  return (job) => runJobInSession(job.data, codec, () => processor(job), options);
+  return (job) => runJobInSession(job.data, tokens, () => processor(job), options);
 }

@@ -13,7 +13,7 @@ export const JOB_TOKEN_FIELD = 'tidemarkToken';
 export type StampedPayload<T> = T & { [JOB_TOKEN_FIELD]?: string };
 
 /**
- * Copy `payload` with the session's token (signed by `codec`) stamped in, so the worker's reads
+ * Copy `payload` with the session's token (signed by `tokens`) stamped in, so the worker's reads
  * see the writes (and what the reads saw) before the job was enqueued. Settles the session's
  * pending positions first (reads this process cannot settle travel as pending, for the worker's
  * routers). `session` defaults to the current session; without one (or with
@@ -21,14 +21,14 @@ export type StampedPayload<T> = T & { [JOB_TOKEN_FIELD]?: string };
  */
 export async function stampJob<T extends object>(
   payload: T,
-  codec: TokenCodec,
+  tokens: TokenCodec,
   session: Session | undefined = maybeCurrentSession(),
 ): Promise<StampedPayload<T>> {
   const data = await session?.handOffTokenData();
   if (!session || !data || (session.clusters().length === 0 && !data.pending)) {
     return { ...payload };
   }
-  return { ...payload, [JOB_TOKEN_FIELD]: codec.encode(data) };
+  return { ...payload, [JOB_TOKEN_FIELD]: tokens.encode(data) };
 }
 
 export interface JobSessionOptions {
@@ -43,7 +43,7 @@ export interface JobSessionOptions {
  */
 export function sessionFromJob(
   payload: unknown,
-  codec: TokenCodec,
+  tokens: TokenCodec,
   options: JobSessionOptions = {},
 ): Session {
   const text =
@@ -52,7 +52,7 @@ export function sessionFromJob(
       : undefined;
   if (text === undefined) return new Session();
   try {
-    return Session.fromToken(codec.decode(text));
+    return Session.fromToken(tokens.decode(text));
   } catch (error) {
     options.onBadToken?.(error as TokenError);
     return new Session();
@@ -62,10 +62,10 @@ export function sessionFromJob(
 /** Run `fn` with the job's session as the current session (before its first read). */
 export function runJobInSession<T>(
   payload: unknown,
-  codec: TokenCodec,
+  tokens: TokenCodec,
   fn: (session: Session) => T,
   options: JobSessionOptions = {},
 ): T {
-  const session = sessionFromJob(payload, codec, options);
+  const session = sessionFromJob(payload, tokens, options);
   return runWithSession(session, () => fn(session));
 }

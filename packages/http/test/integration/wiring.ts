@@ -62,7 +62,7 @@ export function createCarrier(codecs: { main: unknown }, redis: Redis | undefine
       })
     : undefined;
   return new TokenCarrier({
-    codec,
+    tokens: codec,
     // The carrier merges header, cookie and store with the cluster's codec.
     codecs: codecs as RedisTokenStore['codecs'],
     lifetimeSeconds: tokenLifetimeSeconds(HEALTH),

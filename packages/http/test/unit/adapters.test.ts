@@ -29,8 +29,8 @@ function memoryStore(): TokenStore & { data: Map<string, Record<string, string>>
 
 describe.each(FRAMEWORKS)('%s adapter', (framework) => {
   const store = memoryStore();
-  const carrier = new TokenCarrier({ codec, logger: false, store });
-  const strict = new TokenCarrier({ codec, logger: false, badToken: 'reject' });
+  const carrier = new TokenCarrier({ tokens: codec, logger: false, store });
+  const strict = new TokenCarrier({ tokens: codec, logger: false, badToken: 'reject' });
   let server: RunningServer;
   let strictServer: RunningServer;
 
@@ -142,10 +142,10 @@ describe.each(FRAMEWORKS)('%s adapter', (framework) => {
 
 describe('forwarding fetch', () => {
   it('forwards the current token downstream, and a downstream raise comes back', async () => {
-    const downstreamCarrier = new TokenCarrier({ codec, logger: false, cookie: false });
+    const downstreamCarrier = new TokenCarrier({ tokens: codec, logger: false, cookie: false });
     const downstream = await startServer('hono', downstreamCarrier);
     const forwardingFetch = createForwardingFetch({
-      codec,
+      tokens: codec,
       codecs: { main: counterCodec as never },
     });
     try {
@@ -176,7 +176,7 @@ describe('forwarding fetch with reads carried from an earlier request', () => {
   it('passes a carried read this service never routed on downstream as pending', async () => {
     const sent: string[] = [];
     const forwardingFetch = createForwardingFetch({
-      codec,
+      tokens: codec,
       codecs: { main: counterCodec as never },
       fetch: (async (_input: unknown, init?: RequestInit) => {
         sent.push(new Headers(init?.headers).get('x-tidemark-token') ?? '');
@@ -195,14 +195,35 @@ describe('forwarding fetch with reads carried from an earlier request', () => {
   });
 });
 
+describe('forwarding fetch options', () => {
+  it('signs with tokens, or with the deprecated codec, and refuses to start without either', async () => {
+    for (const options of [{ tokens: codec }, { codec }]) {
+      const sent: string[] = [];
+      const forwardingFetch = createForwardingFetch({
+        ...options,
+        fetch: (async (_input: unknown, init?: RequestInit) => {
+          sent.push(new Headers(init?.headers).get('x-tidemark-token') ?? '');
+          return new Response('ok');
+        }) as typeof fetch,
+      });
+      const session = Session.fromToken({ positions: { main: '4' }, issuedAt: 0 });
+      await runWithSession(session, () => forwardingFetch('http://downstream.invalid/'));
+      expect(codec.decode(sent[0]).positions).toEqual({ main: '4' });
+    }
+    expect(() => createForwardingFetch({} as never)).toThrow(
+      /createForwardingFetch needs a token codec/,
+    );
+  });
+});
+
 describe('forwarding fetch with an explicit token header', () => {
   // A token the caller sets itself (say, relayed from its own client) is merged with the
   // session's, never replaced by a lower one.
   it('forwards the merge of the session and the explicit token', async () => {
-    const downstreamCarrier = new TokenCarrier({ codec, logger: false, cookie: false });
+    const downstreamCarrier = new TokenCarrier({ tokens: codec, logger: false, cookie: false });
     const downstream = await startServer('express', downstreamCarrier);
     const forwardingFetch = createForwardingFetch({
-      codec,
+      tokens: codec,
       routers: [{ cluster: 'main', codec: counterCodec as never }],
     });
     try {

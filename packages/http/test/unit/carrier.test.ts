@@ -45,6 +45,28 @@ describe('tokenLifetimeSeconds', () => {
 });
 
 describe('TokenCarrier', () => {
+  it('takes the token codec as tokens, or under the deprecated name codec, and says when it has none', async () => {
+    const tokens = new TokenCodec({ keys: [{ id: 'k', secret: secretNew }] });
+    const token = tokens.encode({ positions: { main: '7' } });
+    for (const carrier of [
+      new TokenCarrier({ tokens, logger: false }),
+      new TokenCarrier({ codec: tokens, logger: false }),
+    ]) {
+      expect(carrier.tokens).toBe(tokens);
+      expect(carrier.codec).toBe(tokens);
+      const scope = await scopeOf(carrier, { cookie: `tidemark=${token}` });
+      expect(scope.session.positionText('main')).toBe('7');
+    }
+    expect(() => new TokenCarrier({ logger: false } as never)).toThrow(
+      /TokenCarrier needs a token codec: pass tokens: new TokenCodec/,
+    );
+    expect(
+      () => new TokenCarrier({ tokens, codec: new TokenCodec(), logger: false } as never),
+    ).toThrow(ConfigError);
+    // The same codec under both names is one codec, not two.
+    expect(new TokenCarrier({ tokens, codec: tokens, logger: false } as never).tokens).toBe(tokens);
+  });
+
   it('verifies tokens signed with a retired key (rotation) and re-signs with the new one', async () => {
     const oldCodec = new TokenCodec({ keys: [{ id: 'old', secret: secretOld }] });
     const rotated = new TokenCodec({
@@ -53,7 +75,7 @@ describe('TokenCarrier', () => {
         { id: 'old', secret: secretOld },
       ],
     });
-    const carrier = new TokenCarrier({ codec: rotated, logger: false });
+    const carrier = new TokenCarrier({ tokens: rotated, logger: false });
     const scope = await scopeOf(carrier, {
       cookie: `tidemark=${oldCodec.encode({ positions: { main: '5' } })}`,
     });
@@ -72,7 +94,7 @@ describe('TokenCarrier', () => {
       maxAgeSeconds: 16,
       now: () => now,
     });
-    const carrier = new TokenCarrier({ codec, logger: false });
+    const carrier = new TokenCarrier({ tokens: codec, logger: false });
     const expired = codec.encode({ positions: { main: '5' } });
     now += 17_000;
     const inputs = [
@@ -97,7 +119,7 @@ describe('TokenCarrier', () => {
   it('logs a bad token once per source and reason, with bounded memory', async () => {
     const lines: string[] = [];
     const carrier = new TokenCarrier({
-      codec: new TokenCodec(),
+      tokens: new TokenCodec(),
       codecs: { main: counterCodec as never },
       logger: { warn: (line) => lines.push(line) },
       logMemory: 2,
@@ -120,7 +142,7 @@ describe('TokenCarrier', () => {
       raise: () => Promise.reject(new Error('redis down')),
     };
     const carrier = new TokenCarrier({
-      codec: new TokenCodec(),
+      tokens: new TokenCodec(),
       logger: false,
       store: hanging,
       storeTimeoutMs: 50,
@@ -136,7 +158,7 @@ describe('TokenCarrier', () => {
 
   it('begin never throws on arbitrary header and cookie text (fast-check)', async () => {
     const codec = new TokenCodec({ keys: [{ id: 'k', secret: secretNew }] });
-    const carrier = new TokenCarrier({ codec, logger: false });
+    const carrier = new TokenCarrier({ tokens: codec, logger: false });
     const valid = codec.encode({ positions: { main: '9' } });
     await fc.assert(
       fc.asyncProperty(
@@ -167,7 +189,7 @@ describe('TokenCarrier', () => {
   });
 
   it('writes nothing back for an unchanged session', async () => {
-    const carrier = new TokenCarrier({ codec: new TokenCodec(), logger: false });
+    const carrier = new TokenCarrier({ tokens: new TokenCodec(), logger: false });
     const session = new Session();
     session.raise('main', counterCodec, 4);
     const token = new TokenCodec().encode(session.toTokenData());

@@ -11,7 +11,7 @@ import {
   type CarrierScope,
   isRejection,
   TokenCarrier,
-  type TokenCarrierOptions,
+  type TokenCarrierSettings,
   type TokenStore,
 } from '../../src/index.js';
 import { historyCodec, routerLike } from '../support/history-codec.js';
@@ -23,9 +23,11 @@ function request(headers: Record<string, string>): CarrierRequest {
   return { header: (name) => headers[name], secure: false, source: '10.0.0.9' };
 }
 
-function carrierWith(options: Partial<TokenCarrierOptions> = {}): TokenCarrier {
+function carrierWith(
+  options: Partial<TokenCarrierSettings> & { tokens?: TokenCodec } = {},
+): TokenCarrier {
   return new TokenCarrier({
-    codec,
+    tokens: codec,
     logger: false,
     routers: [routerLike('main'), routerLike('other')],
     ...options,
@@ -235,7 +237,7 @@ describe('a bad position is no position for its cluster', () => {
 
 describe('clusters the carrier does not know are never echoed', () => {
   it('drops unknown clusters from an unsigned token and counts them', async () => {
-    const carrier = carrierWith({ codec: unsigned });
+    const carrier = carrierWith({ tokens: unsigned });
     const scope = await scopeOf(
       carrier,
       carrying(undefined, { main: '1.5', evil: '1.1', 'x-fake': '1.1' }, unsigned),
@@ -251,7 +253,7 @@ describe('clusters the carrier does not know are never echoed', () => {
   });
 
   it('clears a cookie that carried only unknown clusters instead of echoing it', async () => {
-    const carrier = carrierWith({ codec: unsigned });
+    const carrier = carrierWith({ tokens: unsigned });
     const scope = await scopeOf(carrier, carrying(undefined, { evil: '1.1' }, unsigned));
     expect(scope.session.clusters()).toEqual([]);
     expect(written(scope, unsigned)).toEqual({ cleared: true });
@@ -259,7 +261,7 @@ describe('clusters the carrier does not know are never echoed', () => {
 
   it('knows the clusters of its routers, its codecs option and its store', async () => {
     const carrier = new TokenCarrier({
-      codec: unsigned,
+      tokens: unsigned,
       logger: false,
       routers: [routerLike('a')],
       codecs: { b: historyCodec as PositionCodec<unknown> },
@@ -279,7 +281,7 @@ describe('configuration', () => {
     expect(
       () =>
         new TokenCarrier({
-          codec,
+          tokens: codec,
           logger: false,
           routers: [routerLike('main')],
           codecs: { main: other },
@@ -289,7 +291,7 @@ describe('configuration', () => {
 
   it('warns once at construction when it knows no cluster (it cannot merge sources then)', () => {
     const lines: string[] = [];
-    new TokenCarrier({ codec, logger: { warn: (line) => lines.push(line) } });
+    new TokenCarrier({ tokens: codec, logger: { warn: (line) => lines.push(line) } });
     expect(lines).toEqual([expect.stringMatching(/routers/)]);
   });
 });
@@ -323,7 +325,7 @@ describe('robustness', () => {
   });
 
   it('never throws and keeps only known, decodable positions for arbitrary tokens (fast-check)', async () => {
-    const carrier = carrierWith({ codec: unsigned });
+    const carrier = carrierWith({ tokens: unsigned });
     const name = fc.oneof(
       fc.constantFrom('main', 'other'),
       fc.stringMatching(/^[A-Za-z0-9_-]{1,8}$/),

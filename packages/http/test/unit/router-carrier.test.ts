@@ -84,7 +84,7 @@ describe('carrier + router', () => {
   it('a newer cookie next to an older header sends the read where the write is', async () => {
     // The session wrote 5 (header token) and later 9 (cookie token); the replica has 5 only.
     const router = await routerOver(9, 5);
-    const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
+    const carrier = new TokenCarrier({ tokens: codec, logger: false, routers: [router] });
     const { read, scope } = await readThrough(carrier, router, {
       'x-tidemark-token': codec.encode({ positions: { main: '1.5' } }),
       cookie: `tidemark=${codec.encode({ positions: { main: '1.9' } })}`,
@@ -101,7 +101,7 @@ describe('carrier + router', () => {
     // them first, while the good position of another cluster stays.
     const router = await routerOver(9, 9);
     const carrier = new TokenCarrier({
-      codec,
+      tokens: codec,
       logger: false,
       routers: [router],
       codecs: { other: historyCodec as never },
@@ -121,7 +121,7 @@ describe('carrier + router: positions that reads observe', () => {
     // An adapter that reports nothing with the read: the router settles it from a probe.
     const { router, state } = await silentRouterOver(12, 12);
     state.replicaSeq = 15; // the replica moved on before the read: the read saw 15
-    const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
+    const carrier = new TokenCarrier({ tokens: codec, logger: false, routers: [router] });
     const scope = await carrier.begin({ header: () => undefined, secure: false });
     if (isRejection(scope)) throw new Error('rejected');
     await scope.run(() => router.readDetailed(currentSession(), async (seq) => seq));
@@ -140,7 +140,7 @@ describe('carrier + router: positions that reads observe', () => {
     });
     state.replicaSeq = 15;
     const carrier = new TokenCarrier({
-      codec,
+      tokens: codec,
       logger: false,
       routers: [router],
       carryPending: true,
@@ -172,7 +172,7 @@ describe('carrier + router: positions that reads observe', () => {
   it('carryPending: a request that does not route on the cluster passes the carried read on', async () => {
     const router = await routerOver(12, 12);
     const carrier = new TokenCarrier({
-      codec,
+      tokens: codec,
       logger: false,
       routers: [router],
       carryPending: true,
@@ -195,7 +195,7 @@ describe('carrier + router: positions that reads observe', () => {
 
   it('without carryPending, a carried read is settled by the request that routes on it', async () => {
     const { router } = await silentRouterOver(12, 15);
-    const carrier = new TokenCarrier({ codec, logger: false, routers: [router] });
+    const carrier = new TokenCarrier({ tokens: codec, logger: false, routers: [router] });
     const token = codec.encode({ positions: {}, pending: { main: ['r1'] } });
     const { scope } = await readThrough(carrier, router, { cookie: `tidemark=${token}` });
     await scope.commit();
@@ -207,7 +207,12 @@ describe('carrier + router: positions that reads observe', () => {
 
   it('rejects a carryPending that is not a boolean', () => {
     expect(
-      () => new TokenCarrier({ codec, logger: false, carryPending: 'yes' as unknown as boolean }),
+      () =>
+        new TokenCarrier({
+          tokens: codec,
+          logger: false,
+          carryPending: 'yes' as unknown as boolean,
+        }),
     ).toThrow(/carryPending must be true or false/);
   });
 });

@@ -88,7 +88,7 @@ export const tokenTwoSources: Scenario = {
     });
     const { router, codec } = handle;
     const tokens = new TokenCodec({ keys: [KEY] });
-    const carrier = new TokenCarrier({ codec: tokens, routers: [router], logger: false });
+    const carrier = new TokenCarrier({ tokens, routers: [router], logger: false });
 
     // W1 for every session, applied everywhere; then replay stops; then W2.
     const sessions: Array<{
