@@ -1,6 +1,6 @@
 // The nodes of a cluster whose servers the harness runs itself: lookups by name and role, and
-// the per-node bookkeeping every such cluster keeps the same way. Used by the local PostgreSQL
-// cluster, the PostgreSQL containers and the MySQL/MariaDB topology.
+// the per-node bookkeeping every such cluster keeps the same way. Used by the PostgreSQL and the
+// MySQL/MariaDB topologies.
 
 import type { ClusterNode } from './types.js';
 
