@@ -144,11 +144,12 @@ describe('external provider (against a local pg15 cluster)', () => {
 
     await cluster.exec('n0', 'CREATE TABLE ext (id int)');
     // Pausing before n1 replays the CREATE would leave it without the table, not without the row.
-    await waitFor('table on n1', async () =>
-      (await cluster.exec('n1', "SELECT to_regclass('ext') IS NOT NULL AS ok"))[0]?.['ok'] === true
-        ? true
-        : undefined,
-    );
+    await waitFor('table on n1', async () => {
+      const [row] = (await cluster.exec('n1', "SELECT to_regclass('ext') IS NOT NULL AS ok")) as {
+        ok: boolean;
+      }[];
+      return row?.ok === true ? true : undefined;
+    });
     await cluster.pauseReplay('n1');
     await cluster.exec('n0', 'INSERT INTO ext VALUES (1)');
     await new Promise((r) => setTimeout(r, 300));
