@@ -93,4 +93,15 @@ export { mongoReplicaSetUri } from './mongo-url.js';
 export { freePorts } from './ports.js';
 export { keptLines, readmeSnippet, runSnippet } from './readme-snippets.js';
 export { type RedisServer, startRedisServer } from './redis-server.js';
-export { waitForRow, waitForTable } from './wait-for.js';
+export {
+  type MonotonicReadsOptions,
+  type MonotonicReadsResult,
+  type ReadYourWritesOptions,
+  type ReadYourWritesResult,
+  replicaReads,
+  runMonotonicReads,
+  runReadYourWrites,
+  type WorkloadDecision,
+  type WorkloadReadRouter,
+} from './router-workloads.js';
+export { eventually, noSignal, sleep, waitForRow, waitForTable } from './wait-for.js';

@@ -37,3 +37,36 @@ export async function waitForRow(
   }
   throw new Error(`${node} never got the row of ${table} where ${where}`);
 }
+
+/**
+ * Poll `check` every `intervalMs` until it returns a value (not undefined), and return it; a
+ * check that throws counts as not yet. Throws after `timeoutMs`, with the last error as cause.
+ */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+  intervalMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(intervalMs);
+  }
+  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** An AbortSignal that never fires, for probe contexts. */
+export function noSignal(): AbortSignal {
+  return new AbortController().signal;
+}

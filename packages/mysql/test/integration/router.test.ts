@@ -1,5 +1,10 @@
 import { PRIMARY, Router, Session, TokenCodec } from '@tidemark/core';
-import type { Cluster } from '@tidemark/test-clusters';
+import {
+  type Cluster,
+  replicaReads,
+  runMonotonicReads,
+  runReadYourWrites,
+} from '@tidemark/test-clusters';
 import type { PoolConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -27,6 +32,17 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
   let nextId = 1;
 
   const hasRow = hasItem;
+  // A function: the router exists only once beforeAll has run.
+  const workload = () => ({
+    router,
+    primary: PRIMARY,
+    newSession: () => new Session(),
+    rounds: ROUNDS,
+    nextId: () => nextId++,
+    write: (session: Session, id: number) =>
+      router.write(session, (c) => c.query('INSERT INTO items VALUES (?)', [id])),
+    hasRow,
+  });
 
   const setDelay = (seconds: number) => setApplyDelay(cluster, target, seconds);
 
@@ -56,32 +72,23 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
       await eventually('the monitor to see the stopped appliers', async () =>
         router.monitor.states().every((state) => state.paused) ? true : undefined,
       );
-      let misses = 0;
-      let naiveMisses = 0;
-      const targetsUsed = new Set<string>();
-      for (let round = 0; round < ROUNDS; round++) {
-        const id = nextId++;
-        const session = new Session();
-        await router.write(session, (c) => c.query('INSERT INTO items VALUES (?)', [id]), {
-          transaction: round % 2 === 0,
-        });
-        const read = await router.readDetailed(session, (c) => hasRow(c, id));
-        targetsUsed.add(read.decision.target);
-        if (!read.value) misses++;
+      const result = await runReadYourWrites({
+        ...workload(),
+        // Every other write in a managed transaction, the others autocommit.
+        write: (session, id, round) =>
+          router.write(session, (c) => c.query('INSERT INTO items VALUES (?)', [id]), {
+            transaction: round % 2 === 0,
+          }),
         // Control: the same read sent straight to a replica, no token.
-        const control = await naive.read(
-          replicas[round % replicas.length]!,
-          (c) => hasRow(c, id),
-          {},
-        );
-        if (!control.value) naiveMisses++;
-      }
+        replicaHasRow: async (id, round) =>
+          (await naive.read(replicas[round % replicas.length]!, (c) => hasRow(c, id), {})).value,
+      });
       console.log(
-        `[${target}] appliers stopped, ${ROUNDS} write-then-read rounds: router misses ${misses} (targets ${[...targetsUsed].join(',')}), naive replica read misses ${naiveMisses}`,
+        `[${target}] appliers stopped, ${ROUNDS} write-then-read rounds: router misses ${result.missed} (targets ${result.targets.join(',')}), naive replica read misses ${result.replicaMissed}`,
       );
-      expect(misses).toBe(0);
-      expect(naiveMisses).toBe(ROUNDS);
-      expect([...targetsUsed]).toEqual([PRIMARY]);
+      expect(result.missed).toBe(0);
+      expect(result.replicaMissed).toBe(ROUNDS);
+      expect(result.targets).toEqual([PRIMARY]);
     } finally {
       await naive.close();
       for (const name of replicas) await cluster.resumeReplay(name);
@@ -93,27 +100,12 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
     await eventually('the monitor to see the appliers running', async () =>
       router.monitor.states().every((state) => !state.paused && state.reachable) ? true : undefined,
     );
-    let misses = 0;
-    let waitedMs = 0;
-    const reasons = new Map<string, number>();
-    for (let round = 0; round < ROUNDS; round++) {
-      const id = nextId++;
-      const session = new Session();
-      await router.write(session, (c) => c.query('INSERT INTO items VALUES (?)', [id]));
-      const read = await router.readDetailed(session, (c) => hasRow(c, id));
-      if (!read.value) misses++;
-      waitedMs += read.decision.waitedMs;
-      const key = `${read.decision.target === PRIMARY ? 'primary' : 'replica'}:${read.decision.reason}`;
-      reasons.set(key, (reasons.get(key) ?? 0) + 1);
-    }
+    const result = await runReadYourWrites(workload());
     console.log(
-      `[${target}] appliers running, ${ROUNDS} rounds: misses ${misses}, decisions ${JSON.stringify(Object.fromEntries(reasons))}, mean wait ${(waitedMs / ROUNDS).toFixed(1)} ms`,
+      `[${target}] appliers running, ${ROUNDS} rounds: misses ${result.missed}, decisions ${JSON.stringify(result.routes)}, mean wait ${(result.waitedMs / ROUNDS).toFixed(1)} ms`,
     );
-    expect(misses).toBe(0);
-    const onReplicas = [...reasons.entries()]
-      .filter(([key]) => key.startsWith('replica:'))
-      .reduce((sum, [, count]) => sum + count, 0);
-    expect(onReplicas).toBeGreaterThan(ROUNDS / 2);
+    expect(result.missed).toBe(0);
+    expect(replicaReads(result)).toBeGreaterThan(ROUNDS / 2);
   });
 
   it('waits server-side for a delayed replica', async () => {
@@ -163,25 +155,21 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
       const id = nextId++;
       // Someone else's write: the session has no token for it.
       await cluster.exec(cluster.primary().name, `INSERT INTO items VALUES (${id})`);
-      await eventually(`${ahead} to apply it`, async () => {
-        const read = await naive.read(ahead, (c) => hasRow(c, id), {});
-        return read.value ? true : undefined;
+      const result = await runMonotonicReads({
+        router,
+        newSession: () => new Session(),
+        ahead,
+        behind,
+        id,
+        hasRow,
+        replicaHasRow: async (replica, row) =>
+          (await naive.read(replica, (c) => hasRow(c, row), {})).value,
+        rounds: 10,
       });
-      const session = new Session();
-      const first = await eventually('a first read served by the up-to-date replica', async () => {
-        const read = await router.readDetailed(session, (c) => hasRow(c, id), {});
-        return read.decision.target === ahead ? read : undefined;
-      });
-      expect(first.value).toBe(true);
-      let misses = 0;
-      for (let round = 0; round < 10; round++) {
-        const read = await router.readDetailed(session, (c) => hasRow(c, id));
-        if (!read.value) misses++;
-        expect(read.decision.target).not.toBe(behind);
-      }
-      const control = await naive.read(behind, (c) => hasRow(c, id), {});
-      expect(control.value).toBe(false);
-      expect(misses).toBe(0);
+      expect(result.firstSaw).toBe(true);
+      expect(result.readBehind).toBe(0);
+      expect(result.behindHasRow).toBe(false);
+      expect(result.missed).toBe(0);
     } finally {
       await naive.close();
       await cluster.resumeReplay(behind);

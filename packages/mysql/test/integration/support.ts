@@ -1,4 +1,4 @@
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, eventually, noSignal, startCluster } from '@tidemark/test-clusters';
 import mysql, { type Connection, type PoolConnection, type RowDataPacket } from 'mysql2/promise';
 import {
   createMysqlAdapter,
@@ -106,34 +106,7 @@ export async function rows(connection: Connection, sql: string, values: unknown[
 }
 
 /** Poll `check` until it returns a value other than undefined, or fail after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await sleep(intervalMs);
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** An AbortSignal that never fires, for probe contexts. */
-export function noSignal(): AbortSignal {
-  return new AbortController().signal;
-}
+export { eventually, noSignal, sleep } from '@tidemark/test-clusters';
 
 /** Wait until every running replica has applied the primary's current position. */
 export async function waitForReplicasToCatchUp(

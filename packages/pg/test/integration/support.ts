@@ -1,4 +1,4 @@
-import { type Cluster, startCluster } from '@tidemark/test-clusters';
+import { type Cluster, eventually, startCluster } from '@tidemark/test-clusters';
 import pg from 'pg';
 import { createPgAdapter, type PgAdapter, type PgAdapterOptions } from '../../src/index.js';
 
@@ -72,34 +72,7 @@ export async function withConnection<T>(
 }
 
 /** Poll `check` until it returns a value other than undefined, or fail after `timeoutMs`. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 10_000,
-  intervalMs = 25,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    await sleep(intervalMs);
-  }
-  throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-}
-
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** An AbortSignal that never fires, for probe contexts. */
-export function noSignal(): AbortSignal {
-  return new AbortController().signal;
-}
+export { eventually, noSignal, sleep } from '@tidemark/test-clusters';
 
 /** Wait until every running replica replays at least the primary's current insert position. */
 export async function waitForReplicasToCatchUp(cluster: Cluster): Promise<void> {
