@@ -101,7 +101,7 @@ export async function runExample(options: ExampleOptions): Promise<ExampleRun> {
     };
 
     const metrics = await telemetry.collect();
-    const spans = [...telemetry.spans()].sort((a, b) => compareTime(a.startTime, b.startTime));
+    const spans = traceOrder(telemetry.spans());
     return { write, read: readRun, cookie, spans, metrics };
   } finally {
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
@@ -122,6 +122,19 @@ async function ensureSchema(primaryUrl: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * Spans as a trace viewer lists them: by start time, a parent before its children. Starts are
+ * whole milliseconds, so a read begun in its request's first millisecond ties with it; the
+ * exporter's own order (by end) would then put the child first.
+ */
+function traceOrder(spans: readonly ReadableSpan[]): ReadableSpan[] {
+  const depth = (span: ReadableSpan): number => {
+    const parent = spans.find((s) => s.spanContext().spanId === span.parentSpanContext?.spanId);
+    return parent ? depth(parent) + 1 : 0;
+  };
+  return [...spans].sort((a, b) => compareTime(a.startTime, b.startTime) || depth(a) - depth(b));
 }
 
 function compareTime(a: [number, number], b: [number, number]): number {

@@ -315,6 +315,17 @@ function createInstruments(meter: Meter) {
   };
 }
 
+/**
+ * The start of a span that ended at `end` (a `Date.now()` reading) after `durationMs`.
+ * The SDK stamps the caller's span with `Date.now()`, whole milliseconds rounded down, and
+ * `end` is rounded down too: `end - durationMs` can then fall up to 1 ms before the caller's
+ * span when the read began in that span's first millisecond, and trace viewers draw the child
+ * outside its parent. Rounded up, the start is never before the caller's and at most 1 ms late.
+ */
+function startBefore(end: number, durationMs: number): number {
+  return Math.min(end, Math.ceil(end - durationMs));
+}
+
 function readSpan(
   tracer: Tracer,
   name: string,
@@ -326,7 +337,7 @@ function readSpan(
     name,
     {
       kind: SpanKind.CLIENT,
-      startTime: end - decision.durationMs,
+      startTime: startBefore(end, decision.durationMs),
       attributes: {
         ...metricAttributes,
         [ATTR.target]: decision.target,
@@ -350,7 +361,7 @@ function errorSpan(
   const end = Date.now();
   const span = tracer.startSpan(
     name,
-    { kind: SpanKind.CLIENT, startTime: end - durationMs, attributes },
+    { kind: SpanKind.CLIENT, startTime: startBefore(end, durationMs), attributes },
     context.active(),
   );
   // The message stays out: error messages may quote a token's content.

@@ -385,6 +385,41 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     }
   });
 
+  it("a read span starts and ends within the caller's span, even a read begun in the caller's first millisecond", async () => {
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const router = await instrumented('nested');
+      const tracer = otel.tracerProvider.getTracer('test');
+      const requests: Array<ReturnType<typeof tracer.startSpan>> = [];
+      // The SDK stamps a span's start in whole milliseconds; a read that begins within the same
+      // millisecond as its caller's span is where a start computed from the read's duration
+      // could land before the caller's.
+      for (let i = 0; i < 40; i++) {
+        const request = tracer.startSpan(`GET /books ${i}`);
+        await context.with(trace.setSpan(context.active(), request), () =>
+          engine.read(router, new Session(), 0),
+        );
+        request.end();
+        requests.push(request);
+      }
+      const spans = otel.spans();
+      const early: string[] = [];
+      for (const request of requests) {
+        const parent = spans.find((s) => s.spanContext().spanId === request.spanContext().spanId)!;
+        const child = spans.find(
+          (s) => s.parentSpanContext?.spanId === parent.spanContext().spanId,
+        )!;
+        expect(child.attributes[ATTR.cluster]).toBe('nested');
+        expect(nanos(child.startTime)).toBeLessThanOrEqual(nanos(child.endTime));
+        if (nanos(child.startTime) < nanos(parent.startTime)) early.push(parent.name);
+      }
+      expect(early).toEqual([]);
+    } finally {
+      context.disable();
+    }
+  });
+
   it('bad configuration is a typed error at startup', async () => {
     const router = engine.router({ cluster: 'config' });
     routers.push(router);
@@ -445,3 +480,8 @@ describe.skipIf(targets.length === 0).each(targets)('%s: OpenTelemetry bridge', 
     ).toEqual([]);
   });
 });
+
+/** An OpenTelemetry time as nanoseconds since the epoch, for ordering. */
+function nanos([seconds, nanoseconds]: readonly [number, number]): bigint {
+  return BigInt(seconds) * 1_000_000_000n + BigInt(nanoseconds);
+}
