@@ -12,21 +12,15 @@ import type {
 import { ConfigError, maybeCurrentSession, Session } from '@tidemark/core';
 import pg from 'pg';
 import { PrismaErrorCode, TidemarkPrismaError } from './errors.js';
-import { isRoutedRead, noteRouterError, withCall } from './route.js';
+import { leaseForTransaction } from './lease.js';
+import { isRoutedRead, noteRouterError, refuseTransactionOnReplica, withCall } from './route.js';
+import { type RouterOver, registerRouter } from './routers.js';
 
 /**
  * What the adapter needs of a `@tidemark/core` Router over `@tidemark/pg` (its connections are
  * `pg.PoolClient`s): method syntax, so a `Router<P, pg.PoolClient>` fits.
  */
-export interface RouterLike {
-  readonly cluster: string;
-  read<T>(session: Session, fn: (connection: pg.PoolClient) => Promise<T>): Promise<T>;
-  write<T>(
-    session: Session,
-    fn: (connection: pg.PoolClient) => Promise<T>,
-    options?: { transaction?: boolean },
-  ): Promise<T>;
-}
+export interface RouterLike extends RouterOver<pg.PoolClient> {}
 
 /** The options of `@prisma/adapter-pg` that apply here (`schema`, `userDefinedTypeParser`, ...). */
 export type PgOptions = NonNullable<ConstructorParameters<typeof PrismaPg>[1]>;
@@ -119,7 +113,7 @@ export function PrismaTidemark(
   if (options.session !== undefined && typeof options.session !== 'function') {
     throw new ConfigError('PrismaTidemark session must be a function returning a Session.');
   }
-  adapted.add(router);
+  registerRouter(router);
   const fallback = new Session();
   const session = options.session ?? (() => maybeCurrentSession() ?? fallback);
   return {
@@ -129,7 +123,7 @@ export function PrismaTidemark(
       const pool = new FacadePool({
         query: (query) => {
           const run = (connection: pg.PoolClient) => connection.query(query as pg.QueryConfig);
-          const routed = isRoutedRead(textOf(query))
+          const routed = isRoutedRead(textOf(query), 'postgres')
             ? router.read(session(), run)
             : router.write(session(), run, { transaction: false });
           return routed.catch((error: unknown) => {
@@ -189,35 +183,12 @@ class RoutedAdapter implements SqlDriverAdapter {
    * router has put the commit's position into the session.
    */
   async startTransaction(isolationLevel?: IsolationLevel): Promise<Transaction> {
-    let release!: (error?: unknown) => void;
-    const released = new Promise<unknown>((resolve) => {
-      release = resolve;
-    });
-    let leased!: (connection: pg.PoolClient) => void;
-    const ready = new Promise<pg.PoolClient>((resolve) => {
-      leased = resolve;
-    });
-    const done = this.router.write(
-      this.session(),
-      async (connection) => {
-        leased(connection);
-        const error = await released;
-        if (error) throw error;
-      },
-      { transaction: false },
-    );
-    const connection = await Promise.race([
-      ready,
-      done.then(() => {
-        throw new TidemarkPrismaError(
-          PrismaErrorCode.PrismaInternals,
-          'The router ended the transaction lease before it started.',
-        );
-      }),
-    ]);
+    refuseTransactionOnReplica();
+    const lease = await leaseForTransaction(this.router, this.session());
+    const { connection } = lease;
     const client = {
       query: (query: PgQuery) => connection.query(query as pg.QueryConfig),
-      release: (error?: unknown) => release(error instanceof Error ? error : undefined),
+      release: (error?: unknown) => lease.release(error),
       on: () => client,
       removeListener: () => client,
     };
@@ -229,10 +200,10 @@ class RoutedAdapter implements SqlDriverAdapter {
       const transaction = await (await pgAdapterOver(pool, this.pgOptions)).startTransaction(
         isolationLevel,
       );
-      return new RoutedTransaction(transaction, done);
+      return new RoutedTransaction(transaction, lease.done);
     } catch (error) {
-      release(error instanceof Error ? error : new Error(String(error)));
-      await done.catch(() => undefined);
+      lease.release(error instanceof Error ? error : new Error(String(error)));
+      await lease.done.catch(() => undefined);
       throw error;
     }
   }
@@ -283,12 +254,4 @@ class RoutedTransaction implements Transaction {
     await this.inner.rollback();
     await this.done;
   }
-}
-
-/** Routers given to {@link PrismaTidemark}, so `readReplicas({ router })` can tell a mix-up. */
-const adapted = new WeakSet<object>();
-
-/** Whether `router` is one that a {@link PrismaTidemark} adapter was built over. */
-export function isTidemarkRouter(router: unknown): router is RouterLike {
-  return typeof router === 'object' && router !== null && adapted.has(router);
 }

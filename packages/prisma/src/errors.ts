@@ -7,7 +7,10 @@ export const PrismaErrorCode = {
    * `@prisma/adapter-pg` or `@prisma/client`): routing stops rather than guess.
    */
   PrismaInternals: 'TIDEMARK_PRISMA_INTERNALS',
-  /** `$replica()` inside a transaction (a transaction runs on the primary). */
+  /**
+   * `$replica()` inside a transaction, or a transaction through `$replica()` (including one
+   * Prisma opens for a write): a transaction runs on the primary.
+   */
   ReplicaInTransaction: 'TIDEMARK_PRISMA_REPLICA_IN_TRANSACTION',
 } as const;
 

@@ -1,8 +1,8 @@
 import { Prisma } from '@prisma/client/extension';
 import { ConfigError } from '@tidemark/core';
-import { isTidemarkRouter, type RouterLike } from './adapter.js';
 import { PrismaErrorCode, TidemarkPrismaError } from './errors.js';
 import { type Route, withRoute } from './route.js';
+import { isTidemarkRouter, type RouterOver } from './routers.js';
 
 /** Model operations that only read: routed by the session (as `@prisma/extension-read-replicas` lists them). */
 const READ_OPERATIONS = new Set([
@@ -29,7 +29,7 @@ const UNBATCHED: Readonly<Record<string, string>> = {
 
 export interface ReadReplicasOptions {
   /** The router the client's adapter was built over: `PrismaTidemark(router)`. */
-  router: RouterLike;
+  router: RouterOver<unknown>;
 }
 
 interface OperationParams<A> {

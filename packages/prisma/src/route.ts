@@ -1,5 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { isTidemarkError, mayRunOnReplica, type TidemarkError } from '@tidemark/core';
+import {
+  isTidemarkError,
+  mayRunOnReplica,
+  type SqlFlavour,
+  type TidemarkError,
+} from '@tidemark/core';
+import { PrismaErrorCode, TidemarkPrismaError } from './errors.js';
 
 /**
  * Where the statements of one Prisma operation go, set by the `readReplicas` extension around the
@@ -52,6 +58,21 @@ export function currentRoute(): Route {
   return operations.getStore()?.route ?? 'auto';
 }
 
+/**
+ * Refuse a transaction under `$replica()`: transactions run on the primary, and Prisma opens one
+ * for some single operations (a create on MySQL, whose INSERT has no RETURNING; nested writes),
+ * which would otherwise run on the primary unnoticed.
+ */
+export function refuseTransactionOnReplica(): void {
+  if (currentRoute() !== 'replica') return;
+  const error = new TidemarkPrismaError(
+    PrismaErrorCode.ReplicaInTransaction,
+    'A transaction through $replica(): transactions (and writes Prisma runs in one) go to the primary; run it on the client itself or on $primary().',
+  );
+  noteRouterError(error);
+  throw error;
+}
+
 /** Which adapter call a statement comes from: `queryRaw` returns rows, `executeRaw` a count. */
 export type StatementCall = 'query' | 'execute';
 
@@ -67,13 +88,11 @@ export function withCall<T>(call: StatementCall, fn: () => T): T {
  * write, lock or sequence call in it (`mayRunOnReplica`). Everything else, including statements
  * whose adapter call is unknown (`executeScript`), goes to the primary.
  */
-export function isRoutedRead(sql: string): boolean {
+export function isRoutedRead(sql: string, flavour: SqlFlavour): boolean {
   const route = currentRoute();
   if (route === 'replica') return true;
   if (route === 'primary' || calls.getStore() !== 'query') return false;
-  return (
-    /^[\s(]*(select|with)\b/i.test(stripLeadingComments(sql)) && mayRunOnReplica(sql, 'postgres')
-  );
+  return /^[\s(]*(select|with)\b/i.test(stripLeadingComments(sql)) && mayRunOnReplica(sql, flavour);
 }
 
 function stripLeadingComments(sql: string): string {

@@ -1,9 +1,10 @@
 /**
  * The README's before/after snippets, run as they stand (the import of the generated client
- * pointed at the tests' one) on a real PostgreSQL 15 cluster (a primary and two replicas) with
- * replay paused on both replicas: `@prisma/extension-read-replicas` misses the customer's new
- * order, Tidemark finds it. Also checks that the two snippets differ only in imports, setup and
- * comments, as the README says.
+ * pointed at the tests' one) on real clusters (a primary and two replicas: PostgreSQL 15 for the
+ * first pair, MySQL 9.7 for the MySQL pair) with replay paused on both replicas:
+ * `@prisma/extension-read-replicas` misses the customer's new order, Tidemark finds it. Also
+ * checks that the two snippets of a pair differ only in imports, setup and comments, as the
+ * README says.
  */
 import { rmSync } from 'node:fs';
 import {
@@ -20,20 +21,35 @@ const README = new URL('../README.md', import.meta.url);
 const SNIPPETS = new URL('./.snippets/', import.meta.url);
 
 /** What the switch replaces: the adapters, the clients, the router. */
-const SETUP = /new PrismaPg\(|new PrismaClient\(|new Router\(|router\.ready\(/;
-
-const snippet = (name: string) =>
-  readmeSnippet(README, name).replace("'./generated/prisma/client.js'", "'../generated/client.js'");
+const SETUP = /new Prisma(Pg|MariaDb)\(|new PrismaClient\(|new Router\(|router\.ready\(/;
 
 type Disconnect = { $disconnect(): Promise<void> };
 
-const runs = (process.env['TIDEMARK_TARGETS'] ?? 'pg15').split(',').includes('pg15');
+const requested = (process.env['TIDEMARK_TARGETS'] ?? 'pg15,mysql97').split(',');
 
-describe.skipIf(!runs)('README snippets on pg15', () => {
+/** Each README pair: the cluster it runs on, its snippet names, the tests' generated client. */
+const pairs = [
+  { target: 'pg15', before: 'before', after: 'after', client: '../generated/client.js' },
+  {
+    target: 'mysql97',
+    before: 'mysql-before',
+    after: 'mysql-after',
+    client: '../generated-mysql/client.js',
+  },
+].filter((pair) => requested.includes(pair.target));
+if (pairs.length === 0) {
+  console.warn(
+    `\n*** @tidemark/prisma README snippets SKIPPED: TIDEMARK_TARGETS=${JSON.stringify(process.env['TIDEMARK_TARGETS'])} names neither pg15 nor mysql97. ***\n`,
+  );
+}
+
+describe.skipIf(pairs.length === 0).each(pairs)('README snippets on $target', (pair) => {
   let cluster: Cluster;
+  const snippet = (name: string) =>
+    readmeSnippet(README, name).replace("'./generated/prisma/client.js'", `'${pair.client}'`);
 
   beforeAll(async () => {
-    cluster = await startCluster('pg15', { replicas: 2 });
+    cluster = await startCluster(pair.target, { replicas: 2 });
     await cluster.exec(
       cluster.primary().name,
       'create table orders (id serial primary key, customer int not null, note varchar(100) not null)',
@@ -49,16 +65,16 @@ describe.skipIf(!runs)('README snippets on pg15', () => {
   });
 
   it('the after snippet changes only imports and setup', () => {
-    const before = keptLines(snippet('before'), SETUP);
+    const before = keptLines(snippet(pair.before), SETUP);
     expect(before).toHaveLength(3);
-    expect(keptLines(snippet('after'), SETUP)).toEqual(before);
+    expect(keptLines(snippet(pair.after), SETUP)).toEqual(before);
   });
 
   it('with replay paused, extension-read-replicas misses the new order and Tidemark finds it', async () => {
     const names = cluster.replicas().map((n) => n.name);
     for (const n of names) await cluster.pauseReplay(n);
     try {
-      const before = await runSnippet(SNIPPETS, 'before', snippet('before'), [
+      const before = await runSnippet(SNIPPETS, pair.before, snippet(pair.before), [
         'orders',
         'fromPrimary',
         'prisma',
@@ -66,7 +82,7 @@ describe.skipIf(!runs)('README snippets on pg15', () => {
       ]);
       await (before['prisma'] as Disconnect).$disconnect();
       await (before['replicaClient'] as Disconnect).$disconnect();
-      const after = await runSnippet(SNIPPETS, 'after', snippet('after'), [
+      const after = await runSnippet(SNIPPETS, pair.after, snippet(pair.after), [
         'placed',
         'orders',
         'fromPrimary',
@@ -76,7 +92,7 @@ describe.skipIf(!runs)('README snippets on pg15', () => {
       await (after['prisma'] as Disconnect).$disconnect();
       await (after['router'] as { close(): Promise<void> }).close();
       console.log(
-        `[pg15] README snippets, replay paused: extension-read-replicas orders ${(before['orders'] as unknown[]).length}, Tidemark orders ${(after['orders'] as unknown[]).length}`,
+        `[${pair.target}] README snippets, replay paused: extension-read-replicas orders ${(before['orders'] as unknown[]).length}, Tidemark orders ${(after['orders'] as unknown[]).length}`,
       );
       expect(before['orders']).toEqual([]);
       expect(before['fromPrimary']).toMatchObject({ customer: 7, note: 'book' });

@@ -175,6 +175,13 @@ describe.skipIf(requested.length === 0).each(requested)('%s: Prisma through Tide
       await expect(
         db.$replica().order.create({ data: { customer: me, note: 'c' } }),
       ).rejects.toThrow(/read-only/i);
+      // A nested create runs in a transaction Prisma opens: refused, not run on the primary.
+      await expect(
+        db.$replica().order.create({
+          data: { customer: me, note: 'd', items: { create: [{ name: 'x' }] } },
+        }),
+      ).rejects.toMatchObject({ code: PrismaErrorCode.ReplicaInTransaction });
+      expect(await db.$primary().order.count({ where: { customer: me } })).toBe(1);
     });
   });
 

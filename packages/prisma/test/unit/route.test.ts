@@ -8,7 +8,7 @@ const SELECT = 'SELECT "public"."orders"."id" FROM "public"."orders" WHERE "cust
 
 describe('isRoutedRead', () => {
   it('auto: selects from queryRaw only, without writes, locks or sequence calls', async () => {
-    const read = (sql: string) => withCall('query', async () => isRoutedRead(sql));
+    const read = (sql: string) => withCall('query', async () => isRoutedRead(sql, 'postgres'));
     expect(await read(SELECT)).toBe(true);
     expect(await read(`  /* c */ -- c\n WITH x AS (SELECT 1) SELECT * FROM x`)).toBe(true);
     expect(await read(`(SELECT 1)`)).toBe(true);
@@ -17,17 +17,19 @@ describe('isRoutedRead', () => {
     expect(await read(`WITH x AS (DELETE FROM orders RETURNING id) SELECT * FROM x`)).toBe(false);
     expect(await read(`SELECT nextval('orders_id_seq')`)).toBe(false);
     expect(await read(`SET search_path TO x`)).toBe(false);
-    expect(await withCall('execute', async () => isRoutedRead(SELECT))).toBe(false);
-    expect(isRoutedRead(SELECT)).toBe(false); // no adapter call known: executeScript
+    expect(await withCall('execute', async () => isRoutedRead(SELECT, 'postgres'))).toBe(false);
+    expect(isRoutedRead(SELECT, 'postgres')).toBe(false); // no adapter call known: executeScript
   });
 
   it('the route of the operation wins: primary never reads, replica always does', async () => {
     expect(
-      await withRoute('primary', () => withCall('query', async () => isRoutedRead(SELECT))),
+      await withRoute('primary', () =>
+        withCall('query', async () => isRoutedRead(SELECT, 'postgres')),
+      ),
     ).toBe(false);
     expect(
       await withRoute('replica', () =>
-        withCall('execute', async () => isRoutedRead('DELETE FROM x')),
+        withCall('execute', async () => isRoutedRead('DELETE FROM x', 'postgres')),
       ),
     ).toBe(true);
   });
