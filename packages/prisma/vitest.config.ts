@@ -9,11 +9,15 @@ export default defineConfig({
         find: /^@tidemark\/prisma$/,
         replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)),
       },
+      {
+        find: /^@tidemark\/prisma\/mariadb$/,
+        replacement: fileURLToPath(new URL('./src/mariadb-entry.ts', import.meta.url)),
+      },
     ],
   },
   test: {
     include: ['test/**/*.test.ts'],
-    // Integration tests start real servers (PostgreSQL): one file at a time on a 2-core machine.
+    // Integration tests start real servers (PostgreSQL, MySQL, MariaDB): one file at a time on a 2-core machine.
     fileParallelism: false,
     testTimeout: 120_000,
     hookTimeout: 120_000,
