@@ -1,5 +1,6 @@
 /**
  * `pnpm bench:budget [--orders N] [--delays 0,5,50,500] [--budgets 0,50,250,auto] [--rate N]
+ * (a budget `auto:C`: auto with the ceiling C ms, `wait.maxBudgetMs`)
  * [--runs K] [--db T] [--json]`:
  * wait budgets, constant or learned, on the Bookstore with replay delayed on purpose. For each
  * injected delay on the replica (PostgreSQL `recovery_min_apply_delay`; MySQL `SOURCE_DELAY`,
@@ -60,14 +61,23 @@ if (target === 'mysql97' && delays.some((d) => d % 1000 !== 0)) {
     'MySQL delays replay in whole seconds (SOURCE_DELAY): give --delays in multiples of 1000',
   );
 }
-const BUDGETS: ReadonlyArray<number | 'auto'> = (values.budgets as string)
-  .split(',')
-  .map((text) => {
-    if (text === 'auto') return 'auto';
-    const ms = Number(text);
-    if (!(Number.isFinite(ms) && ms >= 0)) throw new Error(`--budgets: ${text} is not a budget`);
-    return ms;
-  });
+/** One budget of the grid: a constant, `auto`, or `auto:C` (`auto` with the ceiling C ms). */
+interface BudgetSpec {
+  /** As given on the command line; the `budget` field of each row. */
+  readonly label: string;
+  readonly budgetMs: number | 'auto';
+  readonly maxBudgetMs?: number;
+}
+const BUDGETS: readonly BudgetSpec[] = (values.budgets as string).split(',').map((text) => {
+  const ceiling = /^auto:(\d+(?:\.\d+)?)$/.exec(text);
+  if (text === 'auto') return { label: text, budgetMs: 'auto' };
+  if (ceiling) return { label: text, budgetMs: 'auto', maxBudgetMs: Number(ceiling[1]) };
+  const ms = Number(text);
+  if (!(Number.isFinite(ms) && ms >= 0)) throw new Error(`--budgets: ${text} is not a budget`);
+  return { label: String(ms), budgetMs: ms };
+});
+/** How a row's budget is printed: `50 ms`, `auto`, `auto:100`. */
+const budgetText = (label: string) => (/^auto/.test(label) ? label : `${label} ms`);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 /** A primary and one replica whose replay can be delayed, and the demo's database code for it. */
@@ -191,7 +201,7 @@ async function measure<C>(
   { cluster, database }: BudgetCluster<C>,
   run: number,
   delay: number,
-  budget: number | 'auto',
+  budget: BudgetSpec,
 ): Promise<Row> {
   await cluster.resetOrders();
   const strategy = await database.createTidemarkStrategy(
@@ -200,10 +210,15 @@ async function measure<C>(
       replicaUrl: cluster.replicaUrl,
       plannedReads: orders * 5,
     },
-    { waitBudgetMs: budget, fallbackRatePerSecond: 100, fallbackBurst: undefined },
+    {
+      waitBudgetMs: budget.budgetMs,
+      ...(budget.maxBudgetMs === undefined ? {} : { waitMaxBudgetMs: budget.maxBudgetMs }),
+      fallbackRatePerSecond: 100,
+      fallbackBurst: undefined,
+    },
   );
-  log(`run ${run}, delay ${delay} ms, budget ${budget}...`);
-  const common = { db: target, run, delay_ms: delay, budget: String(budget) };
+  log(`run ${run}, delay ${delay} ms, budget ${budget.label}...`);
+  const common = { db: target, run, delay_ms: delay, budget: budget.label };
   try {
     if (rate === undefined) {
       const r = await runWorkload(strategy, database.orders, {
@@ -284,7 +299,7 @@ function printTable(rows: readonly Row[]): void {
   const cells = rows.map((r) => [
     ...(runs > 1 ? [String(r.run)] : []),
     `${r.delay_ms} ms`,
-    r.budget === 'auto' ? 'auto' : `${r.budget} ms`,
+    budgetText(r.budget),
     `${(r.primary_share * 100).toFixed(1)}%`,
     String(r.waits),
     ms(r.wait_ms_p50),
@@ -313,7 +328,7 @@ function spread(rows: readonly Row[]): string {
   const cells: string[][] = [];
   for (const delay of delays) {
     for (const budget of BUDGETS) {
-      const cell = rows.filter((r) => r.delay_ms === delay && r.budget === String(budget));
+      const cell = rows.filter((r) => r.delay_ms === delay && r.budget === budget.label);
       const range = (pick: (r: Row) => number | null, unit = '') => {
         const values = cell.map(pick).filter((v): v is number => v !== null);
         if (values.length === 0) return '-';
@@ -324,7 +339,7 @@ function spread(rows: readonly Row[]): string {
       };
       cells.push([
         `${delay} ms`,
-        budget === 'auto' ? 'auto' : `${budget} ms`,
+        budgetText(budget.label),
         range((r) => r.primary_share * 100, '%'),
         range((r) => r.waits),
         range((r) => r.read_ms_p50, ' ms'),

@@ -11,6 +11,13 @@ export interface WaitBudget {
   next(candidates: readonly string[], ageMs?: number): number;
   /** What a wait given `budgetMs` did: `replica` caught up after `waitedMs`, or none did. */
   record(candidates: readonly string[], outcome: WaitObservation): void;
+  /**
+   * Called when `next` gave a read no wait: how long, in ms, to watch its candidates without the
+   * read waiting (the outcome is then `record`ed as if it had waited that long), or 0 for no
+   * watch. How a learned budget notices that waiting would pay again at no cost to the read.
+   * Omitted: never.
+   */
+  explore?(candidates: readonly string[]): number;
   /** False when no read ever waits (a constant 0). */
   readonly enabled: boolean;
 }
@@ -34,12 +41,20 @@ export interface AutoBudgetOptions {
   readonly ceilingMs: number;
   /** Waits remembered per replica. Default 100. */
   readonly window?: number;
-  /** Reads that need a wait between two exploring ones (budget = ceiling) while waits do not pay. */
+  /**
+   * Reads given no wait between two that are watched for the ceiling without waiting (see
+   * {@link WaitBudget.explore}), so that a replica that recovers is noticed. Default 100.
+   */
   readonly exploreEvery?: number;
 }
 
 /** Waits a replica must have been seen with before its own numbers set the budget. */
 const MIN_SAMPLES = 10;
+/**
+ * While learning: this many waits that ran out, and none that caught up, are enough to stop
+ * waiting (each cost a read the whole ceiling); watches that cost no read go on learning.
+ */
+const LEARNING_RUN_OUTS = 3;
 /** Headroom over the observed catch-up times: the budget is p99 x 1.5 + 1 ms. */
 const HEADROOM = 1.5;
 const SLACK_MS = 1;
@@ -70,10 +85,13 @@ interface Sample {
  * time gets the time. With replay delayed 500 ms and a 250 ms ceiling, a read right after its
  * write does not wait and a read of a position 300 ms old waits about 200 ms.
  *
- * One read in `exploreEvery` whose budget is 0 waits the ceiling, so that a replica that recovers
- * is noticed, and one that catches up where no wait was expected to pay is learned again from
- * scratch. A replica with fewer than 10 waits seen gets the ceiling (learning). A read waiting
- * for several candidates gets the largest of their budgets: any of them may serve it.
+ * One read in `exploreEvery` whose budget is 0 is watched for the ceiling without waiting
+ * ({@link WaitBudget.explore}: the router reads the outcome off the monitor's later samples), so
+ * that a replica that recovers is noticed, and one that catches up where no wait was expected to
+ * pay is learned again from scratch; no read pays the ceiling for it. A replica with fewer than
+ * 10 waits seen gets the ceiling (learning), unless its first 3 or more all ran out: then no
+ * wait, and every read it gives no wait is watched until it has 10. A read waiting for several
+ * candidates gets the largest of their budgets: any of them may serve it.
  */
 export class AutoBudget implements WaitBudget {
   readonly enabled = true;
@@ -90,20 +108,31 @@ export class AutoBudget implements WaitBudget {
   next(candidates: readonly string[], ageMs = 0): number {
     let budget = 0;
     for (const id of candidates) budget = Math.max(budget, this.forReplica(id, ageMs));
-    if (budget === 0 && ++this.sinceExplore >= this.exploreEvery) {
-      this.sinceExplore = 0;
-      return this.options.ceilingMs;
-    }
     return budget;
+  }
+
+  explore(candidates: readonly string[]): number {
+    // Still learning a candidate: every read it gave no wait is watched (they cost no read).
+    if (candidates.some((id) => this.learning(id))) return this.options.ceilingMs;
+    if (++this.sinceExplore < this.exploreEvery) return 0;
+    this.sinceExplore = 0;
+    return this.options.ceilingMs;
   }
 
   record(candidates: readonly string[], outcome: WaitObservation): void {
     if (outcome.budgetMs <= 0) return;
     const age = Math.max(0, outcome.ageMs ?? 0);
     if (outcome.reached !== undefined) {
-      // A replica that was not worth waiting for caught up (an exploring wait): forget its
-      // failures and learn it again, rather than needing dozens of successes to outvote them.
-      if (this.forReplica(outcome.reached, age) === 0) this.windows.delete(outcome.reached);
+      // A replica that was not worth waiting for right after a write applied a position within
+      // the ceiling of the primary holding it (an exploring watch): it recovered. Forget its
+      // failures and learn it again, rather than needing dozens of successes to outvote them. A
+      // catch-up of an older position says nothing of that and is one more sample.
+      if (
+        age + outcome.waitedMs <= this.options.ceilingMs &&
+        this.forReplica(outcome.reached) === 0
+      ) {
+        this.windows.delete(outcome.reached);
+      }
       this.push(outcome.reached, { reached: true, ms: age + outcome.waitedMs });
       return;
     }
@@ -114,7 +143,10 @@ export class AutoBudget implements WaitBudget {
   forReplica(id: string, ageMs = 0): number {
     const samples = this.windows.get(id);
     const ceiling = this.options.ceilingMs;
-    if (!samples || samples.length < MIN_SAMPLES) return ceiling;
+    if (!samples || samples.length < MIN_SAMPLES) {
+      const ranOut = samples?.filter((sample) => !sample.reached).length ?? 0;
+      return ranOut >= LEARNING_RUN_OUTS && ranOut === samples?.length ? 0 : ceiling;
+    }
     const survival = survivalCurve(samples);
     // Older than every catch-up seen yet and still missing: the age says nothing, count from now.
     const age = survivalAt(survival, ageMs) > EPSILON ? Math.max(0, ageMs) : 0;
@@ -132,6 +164,11 @@ export class AutoBudget implements WaitBudget {
       }
     }
     return ceiling;
+  }
+
+  /** Fewer waits or watches of this replica seen than its own numbers need. */
+  private learning(id: string): boolean {
+    return (this.windows.get(id)?.length ?? 0) < MIN_SAMPLES;
   }
 
   private push(id: string, sample: Sample): void {

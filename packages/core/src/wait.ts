@@ -2,6 +2,7 @@ import type { Adapter } from './adapter.js';
 import type { CatchUpWatchers } from './catch-up.js';
 import type { Clock } from './clock.js';
 import type { ReplicaMonitor, ReplicaState } from './monitor/types.js';
+import { PassiveWatch } from './passive-watch.js';
 import type { ReplicaLoad, SelectionPolicy } from './selection.js';
 import type { WaitBudget } from './wait-budget.js';
 
@@ -49,11 +50,23 @@ export interface BoundedWaitOptions<P> {
  * on it, probes otherwise and on the other candidates. The first candidate to get there serves.
  */
 export class BoundedWait<P> {
-  constructor(private readonly options: BoundedWaitOptions<P>) {}
+  /** Outcomes of reads a learned budget gave no wait, read off later samples. */
+  private readonly passive: PassiveWatch<P> | undefined;
+
+  constructor(
+    private readonly options: BoundedWaitOptions<P>,
+    passive?: PassiveWatch<P>,
+  ) {
+    this.passive =
+      passive ??
+      (options.budget.explore
+        ? new PassiveWatch(options.monitor, options.codec, options.clock, options.budget)
+        : undefined);
+  }
 
   /** The same wait (budget, watchers, selection) reporting to `onWait` instead. */
   withReport(onWait: (report: WaitReport) => void): BoundedWait<P> {
-    return new BoundedWait({ ...this.options, onWait });
+    return new BoundedWait({ ...this.options, onWait }, this.passive);
   }
 
   get enabled(): boolean {
@@ -75,8 +88,13 @@ export class BoundedWait<P> {
     const ids = candidates.map((c) => c.id);
     const ageMs = this.options.ageOf?.(required) ?? 0;
     const budgetMs = this.options.budget.next(ids, ageMs);
-    // A learned budget of 0: waiting has not paid for these replicas lately (see AutoBudget).
-    if (budgetMs <= 0) return undefined;
+    if (budgetMs <= 0) {
+      // A learned budget of 0: waiting has not paid for these replicas lately (see AutoBudget).
+      // Now and then the budget asks what a wait would have done; the read does not wait for it.
+      const watchMs = this.options.budget.explore?.(ids) ?? 0;
+      if (watchMs > 0 && !signal?.aborted) this.passive?.start(ids, required, watchMs, ageMs);
+      return undefined;
+    }
     const waitStarted = clock.now();
     const caughtUp = await this.options.watchers.wait({
       required,

@@ -4,6 +4,8 @@ import type { DatabaseTexts } from '../databases/types.js';
 export interface TidemarkSettings {
   /** Bounded wait per read, ms, or `auto` (learned from observed catch-up times, 250 ms ceiling). */
   readonly waitBudgetMs: number | 'auto';
+  /** The ceiling of an `auto` budget (`wait.maxBudgetMs`); undefined: the router's 250 ms. */
+  readonly waitMaxBudgetMs?: number;
   /** Primary fallbacks refilled per second. */
   readonly fallbackRatePerSecond: number;
   /** Fallback bucket size; undefined: the run's planned reads (the cap never bites). */

@@ -51,7 +51,10 @@ export async function createTidemarkStrategy<P, C, H = C>(
     adapter,
     mode,
     cluster: CLUSTER,
-    wait: { budgetMs: settings.waitBudgetMs },
+    wait: {
+      budgetMs: settings.waitBudgetMs,
+      ...(settings.waitMaxBudgetMs === undefined ? {} : { maxBudgetMs: settings.waitMaxBudgetMs }),
+    },
     fallback: { ratePerSecond: settings.fallbackRatePerSecond, burst },
     degraded: 'error',
   });

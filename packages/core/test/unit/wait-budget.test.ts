@@ -26,6 +26,38 @@ describe('AutoBudget', () => {
     expect(budget.next(['r1'])).toBe(8.5);
   });
 
+  it('stops waiting after its first 3 waits all ran out, and watches every read it gives no wait until it has 10', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    missed(budget, ['r1'], 250);
+    missed(budget, ['r1'], 250);
+    expect(budget.next(['r1'])).toBe(250);
+    missed(budget, ['r1'], 250);
+    expect(budget.next(['r1'])).toBe(0);
+    // Learning goes on through watches that cost no read: each of them is asked for.
+    for (let i = 3; i < 10; i++) {
+      expect(budget.explore(['r1'])).toBe(250);
+      missed(budget, ['r1'], 250);
+    }
+    expect(budget.next(['r1'])).toBe(0);
+    expect(budget.explore(['r1'])).toBe(0); // learned: one read in 100 from here on
+    // Any catch-up among the first waits keeps it learning by waiting.
+    const mixed = new AutoBudget({ ceilingMs: 250 });
+    reached(mixed, 'r1', 5);
+    for (let i = 0; i < 5; i++) missed(mixed, ['r1'], 250);
+    expect(mixed.next(['r1'])).toBe(250);
+  });
+
+  it('a replica given no wait that applies a fresh position within the ceiling is learned again; an old position caught up late is one more sample', () => {
+    const budget = new AutoBudget({ ceilingMs: 250 });
+    for (let i = 0; i < 20; i++) missed(budget, ['r1'], 250);
+    // Written 300 ms before the read, applied 200 ms later: 500 ms after the primary held it.
+    budget.record(['r1'], { reached: 'r1', waitedMs: 200, budgetMs: 250, ageMs: 300 });
+    expect(budget.forReplica('r1')).toBe(0);
+    // Applied 5 ms after the primary held it: replay is fast again.
+    budget.record(['r1'], { reached: 'r1', waitedMs: 5, budgetMs: 250, ageMs: 0 });
+    expect(budget.forReplica('r1')).toBe(250);
+  });
+
   it('sets p99 x 1.5 + 1 ms of the catch-up times, capped by the ceiling', () => {
     const budget = new AutoBudget({ ceilingMs: 100 });
     for (let i = 1; i <= 100; i++) reached(budget, 'r1', i / 10); // 0.1 .. 10 ms
@@ -36,12 +68,14 @@ describe('AutoBudget', () => {
     expect(budget.next(['r1', 'r2'])).toBe(100);
   });
 
-  it('does not wait for a replica whose waits mostly run out; explores one read in 100', () => {
+  it('does not wait for a replica whose waits mostly run out; watches one read in 100 without waiting', () => {
     const budget = new AutoBudget({ ceilingMs: 250 });
     for (let i = 0; i < 20; i++) missed(budget, ['r1'], 250);
     const budgets = Array.from({ length: 200 }, () => budget.next(['r1']));
-    expect(budgets.filter((b) => b === 0)).toHaveLength(198);
-    expect(budgets.filter((b) => b === 250)).toHaveLength(2);
+    expect(budgets.every((b) => b === 0)).toBe(true);
+    const watches = Array.from({ length: 200 }, () => budget.explore(['r1']));
+    expect(watches.filter((w) => w === 0)).toHaveLength(198);
+    expect(watches.filter((w) => w === 250)).toHaveLength(2);
   });
 
   it('learns a recovered replica again after one exploring wait reaches it', () => {
@@ -174,6 +208,53 @@ describe("router with wait: { budgetMs: 'auto' } on the scripted cluster", () =>
     expect(constant.fresh.every((r) => r.reason === 'primary-fallback')).toBe(true);
     expect(Math.min(...constant.fresh.map((r) => r.ms))).toBeGreaterThanOrEqual(250);
     expect(constant.older.every((r) => r.reason === 'replica-waited')).toBe(true);
+  });
+
+  it('replay 400 ms behind, then caught up: no read ever waits in vain to find out, and the recovery is learned from samples', async () => {
+    const f = await routerFixture({
+      adapter: { serverSideWait: false },
+      router: {
+        wait: { budgetMs: 'auto', pollIntervalMs: 1 },
+        health: { maxSampleAgeMs: 3_600_000, maxLagSeconds: 3_600 },
+      },
+      configure: (a) => {
+        a.primary.position = cp('1.10');
+        a.setAll({ applied: cp('1.10') });
+      },
+    });
+    let seq = 10;
+    /** One read a write ahead of the replicas, which apply it after `lagMs`; samples every 50 ms. */
+    async function round(lagMs: number) {
+      seq++;
+      const written = cp(`1.${seq}`);
+      f.adapter.primary.position = written;
+      f.clock.at(lagMs, () => f.adapter.setAll({ applied: written }));
+      const started = f.clock.now();
+      const { decision } = await f.read(sessionAt(`1.${seq}`));
+      const ms = f.clock.now() - started;
+      // The monitor's own samples, as its background polling would take them.
+      for (let t = 0; t < lagMs + 100; t += 50) {
+        await f.clock.run(f.clock.sleep(50));
+        await f.clock.run(f.router.monitor.refresh());
+      }
+      return { reason: decision.reason, ms };
+    }
+    const behind = [];
+    for (let i = 0; i < 250; i++) behind.push(await round(400));
+    // Its first 3 waits ran out: learning stops waiting there and goes on by watching.
+    expect(behind.filter((r) => r.ms >= 250)).toHaveLength(3);
+    const learned = behind.slice(3);
+    // After its first 10 waits ran out, auto gives these reads no wait; the reads it watches to
+    // notice a recovery (one in 100) go to the primary at once too. A read made to wait the
+    // ceiling for that (the earlier design) would show here as a 250 ms read.
+    expect(learned.every((r) => r.reason.startsWith('primary-'))).toBe(true);
+    expect(Math.max(...learned.map((r) => r.ms))).toBeLessThan(5);
+    // Replay is fast again: a watched read's outcome, read off a later sample, tells auto, which
+    // learns the replica again; reads wait a few ms and land on replicas.
+    const recovered = [];
+    for (let i = 0; i < 150; i++) recovered.push(await round(5));
+    expect(recovered.slice(-20).every((r) => r.reason === 'replica-waited')).toBe(true);
+    expect(Math.max(...recovered.slice(-20).map((r) => r.ms))).toBeLessThanOrEqual(6);
   });
 
   it('rejects maxBudgetMs with a fixed budget, and a budget that is neither', async () => {
