@@ -4,7 +4,12 @@
  * Redis, reports its role changes on stdout (one JSON line each) and, with `workload`, writes an
  * order and reads it back through the router with the write's session (which must never miss),
  * plus a naive read on a replica right after the write (the control, which misses while replay
- * lags). On SIGTERM (or stdin closing) it prints its totals and exits.
+ * lags). With `workload: 'reader'` it writes one order, then reads it back over and over with
+ * that write's token (every replica has long applied it), each read a new session: reads that
+ * need no wait, no primary and no probe, so nothing but the background samples (the shared
+ * feed, or its own probes) keeps its view of the replicas current; the reads that waited or went
+ * to the primary are what a stale view cost (their times are reported). On SIGTERM (or stdin
+ * closing) it prints its totals and exits.
  */
 import { Router, Session } from '@tidemark/core';
 import { createMysqlAdapter } from '@tidemark/mysql';
@@ -20,7 +25,7 @@ interface AppConfig {
   replicas: Record<string, string>;
   redisUrl?: string;
   scope: string;
-  workload: boolean;
+  workload: boolean | 'reader';
   /** Distinct per process, so orders never collide. */
   idBase: number;
 }
@@ -49,7 +54,19 @@ const router = new Router({
 }) as unknown as Router<unknown, unknown>;
 router.events.on('shared-view', ({ role }) => say({ role, pid: process.pid }));
 
-const totals = { writes: 0, reads: 0, missed: 0, naiveReads: 0, naiveMissed: 0, errors: 0 };
+const totals = {
+  writes: 0,
+  reads: 0,
+  missed: 0,
+  naiveReads: 0,
+  naiveMissed: 0,
+  errors: 0,
+  /** Reads of the reader's one order with its token (`workload: 'reader'`). */
+  oldReads: 0,
+  oldMissed: 0,
+};
+/** Wall-clock times (ms) of the reader's reads that waited or were served by the primary. */
+const oldNotCovered: Array<{ at: number; reason: string }> = [];
 let stopping = false;
 
 async function workload(): Promise<void> {
@@ -105,10 +122,49 @@ async function workload(): Promise<void> {
   await naive.end();
 }
 
+async function reader(): Promise<void> {
+  const sql =
+    config.flavour === 'pg'
+      ? 'SELECT 1 FROM orders WHERE id = $1'
+      : 'SELECT 1 FROM orders WHERE id = ?';
+  const insert =
+    config.flavour === 'pg'
+      ? 'INSERT INTO orders (id, customer, note) VALUES ($1, $2, $3)'
+      : 'INSERT INTO orders (id, customer, note) VALUES (?, ?, ?)';
+  type Runner = { query: (text: string, values: unknown[]) => Promise<unknown> };
+  const rowCount = (result: unknown): number =>
+    Array.isArray(result)
+      ? (result[0] as unknown[]).length
+      : ((result as pg.QueryResult).rowCount ?? 0);
+  const id = config.idBase;
+  const session = new Session();
+  await router.write(session, (c) => (c as Runner).query(insert, [id, id, 'reader']));
+  await session.settledWrites();
+  const token = { ...session.toTokenData(), issuedAt: Math.floor(Date.now() / 1000) };
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // every replica applies it
+  while (!stopping) {
+    try {
+      const { value, decision } = await router.readDetailed(Session.fromToken(token), async (c) =>
+        rowCount(await (c as Runner).query(sql, [id])),
+      );
+      totals.oldReads++;
+      if (value === 0) totals.oldMissed++;
+      if (decision.reason !== 'replica-covered') {
+        oldNotCovered.push({ at: Date.now(), reason: decision.reason });
+      }
+    } catch (error) {
+      totals.errors++;
+      say({ error: String(error) });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function main(): Promise<void> {
   await router.ready();
   say({ ready: true, pid: process.pid });
-  const running = config.workload ? workload() : Promise.resolve();
+  const running =
+    config.workload === 'reader' ? reader() : config.workload ? workload() : Promise.resolve();
   await new Promise<void>((resolve) => {
     process.once('SIGTERM', resolve);
     process.stdin.once('end', resolve);
@@ -119,6 +175,7 @@ async function main(): Promise<void> {
   const m = router.metrics();
   say({
     totals,
+    oldNotCovered,
     waits: m.waits,
     waitsReached: m.waitsReached,
     primaryReads: m.primaryReads,
