@@ -19,6 +19,11 @@ export interface DemoIo {
   log(line: string): void;
   /** Called with the cluster once it is up, so the caller can tear it down on a signal. */
   onCluster?(cluster: DemoCluster): void;
+  /**
+   * True once nobody reads the results any more (the CLI's stdout was closed): the demo stops
+   * before the next run, and tears the cluster down as usual.
+   */
+  stopped?(): boolean;
 }
 
 /**
@@ -88,6 +93,7 @@ async function runDemoOn<C>(
 
     for (const scenario of options.scenarios) {
       for (const name of options.strategies) {
+        if (io.stopped?.()) return results;
         io.log(`running ${scenario}/${name}...`);
         const recorder = report?.run(scenario, name);
         const result = await runOne(database, cluster, scenario, name, options, io, recorder);

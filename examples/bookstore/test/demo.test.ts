@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -324,4 +324,41 @@ describe('pnpm demo --via (usage)', () => {
       expect(cli.stderr).toContain(message);
     }
   });
+});
+
+describe('pnpm -s demo --json | head (a reader that stops reading)', () => {
+  it('stops after the run under way, tears the cluster down and exits 0 instead of crashing on EPIPE', async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        'src/main.ts',
+        '--db',
+        'mongo-sim',
+        '--orders',
+        '30',
+        '--json',
+        '--no-report',
+      ],
+      { cwd: PACKAGE_DIR, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    let first = '';
+    // Like `head -1`: read the first line, then close the pipe.
+    child.stdout.on('data', (chunk: Buffer) => {
+      first += chunk.toString();
+      if (first.includes('\n')) child.stdout.destroy();
+    });
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(JSON.parse(first.split('\n')[0] as string).strategy).toBe('naive');
+    expect(stderr).not.toContain('EPIPE');
+    expect(stderr).toContain('stdout was closed: stopped early');
+    expect(code).toBe(0);
+    // It stopped early: the paused scenario never ran.
+    expect(stderr).not.toContain('running paused/');
+  }, 60_000);
 });
