@@ -90,8 +90,9 @@ interface Sample {
  * that a replica that recovers is noticed, and one that catches up where no wait was expected to
  * pay is learned again from scratch; no read pays the ceiling for it. A replica with fewer than
  * 10 waits seen gets the ceiling (learning), unless its first 3 or more all ran out: then no
- * wait, and every read it gives no wait is watched until it has 10. A read waiting for several
- * candidates gets the largest of their budgets: any of them may serve it.
+ * wait, and the reads it gives no wait are watched (one at a time per replica) until it has 10.
+ * A read waiting for several candidates gets the largest of their budgets: any of them may serve
+ * it.
  */
 export class AutoBudget implements WaitBudget {
   readonly enabled = true;

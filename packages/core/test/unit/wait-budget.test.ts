@@ -6,6 +6,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { AutoBudget, ConfigError, constantBudget, Session } from '../../src/index.js';
+import { PassiveWatch } from '../../src/passive-watch.js';
+import type { WaitBudget, WaitObservation } from '../../src/wait-budget.js';
 import { cp } from '../support/scripted-adapter.js';
 import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixture.js';
 
@@ -123,6 +125,45 @@ describe('AutoBudget', () => {
   it('a constant budget is what it says', () => {
     expect(constantBudget(40).next(['r1'])).toBe(40);
     expect(constantBudget(0).enabled).toBe(false);
+  });
+});
+
+describe('PassiveWatch (outcomes read off the monitor samples, on the scripted cluster)', () => {
+  it('records a catch-up at the first later sample that covers the position, a run-out past the deadline, one watch per replica at a time', async () => {
+    const f = await routerFixture({
+      configure: (a) => {
+        a.primary.position = cp('1.10');
+        a.setAll({ applied: cp('1.10') });
+      },
+    });
+    const recorded: WaitObservation[] = [];
+    const budget: WaitBudget = {
+      next: () => 0,
+      record: (_ids, outcome) => recorded.push(outcome),
+      enabled: true,
+    };
+    const watch = new PassiveWatch(f.router.monitor, f.adapter.codec, f.clock, budget);
+    watch.start(['r1'], cp('1.12'), 250, 40);
+    // Another read behind r1 while one watch of it is open starts none.
+    watch.start(['r1'], cp('1.13'), 250, 0);
+    watch.start(['r1', 'r2'], cp('1.13'), 250, 0);
+    expect(watch.size).toBe(1);
+    watch.start(['r2'], cp('1.14'), 100, 0);
+    expect(watch.size).toBe(2);
+    // A sample that does not cover the position yet records nothing.
+    await f.clock.run(f.clock.sleep(30));
+    await f.clock.run(f.router.monitor.refresh());
+    expect(recorded).toHaveLength(0);
+    // r1 applies it; the next sample, 60 ms after the watch began, records the catch-up there.
+    f.adapter.setAll({ applied: cp('1.12') });
+    await f.clock.run(f.clock.sleep(30));
+    await f.clock.run(f.router.monitor.refresh());
+    expect(recorded).toEqual([{ reached: 'r1', waitedMs: 60, budgetMs: 250, ageMs: 40 }]);
+    // r2 never gets 1.14: its watch runs out after its 100 ms, recorded as a wait that ran out.
+    await f.clock.run(f.clock.sleep(60));
+    await f.clock.run(f.router.monitor.refresh());
+    expect(recorded[1]).toEqual({ reached: undefined, waitedMs: 100, budgetMs: 100, ageMs: 0 });
+    expect(watch.size).toBe(0);
   });
 });
 
