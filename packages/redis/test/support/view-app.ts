@@ -69,6 +69,22 @@ const totals = {
 const oldNotCovered: Array<{ at: number; reason: string }> = [];
 let stopping = false;
 
+const sql =
+  config.flavour === 'pg'
+    ? {
+        insert: 'INSERT INTO orders (id, customer, note) VALUES ($1, $2, $3)',
+        select: 'SELECT 1 FROM orders WHERE id = $1',
+      }
+    : {
+        insert: 'INSERT INTO orders (id, customer, note) VALUES (?, ?, ?)',
+        select: 'SELECT 1 FROM orders WHERE id = ?',
+      };
+type Runner = { query: (text: string, values: unknown[]) => Promise<unknown> };
+const rowCount = (result: unknown): number =>
+  Array.isArray(result)
+    ? (result[0] as unknown[]).length
+    : ((result as pg.QueryResult).rowCount ?? 0);
+
 async function workload(): Promise<void> {
   const replicaUrl = Object.values(config.replicas)[0] as string;
   const naive =
@@ -82,21 +98,6 @@ async function workload(): Promise<void> {
     const [rows] = await naive.query('SELECT 1 FROM orders WHERE id = ?', [id]);
     return (rows as unknown[]).length;
   };
-  const sql =
-    config.flavour === 'pg'
-      ? {
-          insert: 'INSERT INTO orders (id, customer, note) VALUES ($1, $2, $3)',
-          select: 'SELECT 1 FROM orders WHERE id = $1',
-        }
-      : {
-          insert: 'INSERT INTO orders (id, customer, note) VALUES (?, ?, ?)',
-          select: 'SELECT 1 FROM orders WHERE id = ?',
-        };
-  type Runner = { query: (text: string, values: unknown[]) => Promise<unknown> };
-  const rowCount = (result: unknown): number =>
-    Array.isArray(result)
-      ? (result[0] as unknown[]).length
-      : ((result as pg.QueryResult).rowCount ?? 0);
   let next = config.idBase;
   while (!stopping) {
     const id = next++;
@@ -123,29 +124,16 @@ async function workload(): Promise<void> {
 }
 
 async function reader(): Promise<void> {
-  const sql =
-    config.flavour === 'pg'
-      ? 'SELECT 1 FROM orders WHERE id = $1'
-      : 'SELECT 1 FROM orders WHERE id = ?';
-  const insert =
-    config.flavour === 'pg'
-      ? 'INSERT INTO orders (id, customer, note) VALUES ($1, $2, $3)'
-      : 'INSERT INTO orders (id, customer, note) VALUES (?, ?, ?)';
-  type Runner = { query: (text: string, values: unknown[]) => Promise<unknown> };
-  const rowCount = (result: unknown): number =>
-    Array.isArray(result)
-      ? (result[0] as unknown[]).length
-      : ((result as pg.QueryResult).rowCount ?? 0);
   const id = config.idBase;
   const session = new Session();
-  await router.write(session, (c) => (c as Runner).query(insert, [id, id, 'reader']));
+  await router.write(session, (c) => (c as Runner).query(sql.insert, [id, id, 'reader']));
   await session.settledWrites();
   const token = { ...session.toTokenData(), issuedAt: Math.floor(Date.now() / 1000) };
   await new Promise((resolve) => setTimeout(resolve, 1000)); // every replica applies it
   while (!stopping) {
     try {
       const { value, decision } = await router.readDetailed(Session.fromToken(token), async (c) =>
-        rowCount(await (c as Runner).query(sql, [id])),
+        rowCount(await (c as Runner).query(sql.select, [id])),
       );
       totals.oldReads++;
       if (value === 0) totals.oldMissed++;
