@@ -119,6 +119,13 @@ export interface Adapter<P, C> {
    * server UUID tells the two apart) supply it. It may answer asynchronously when the verdict
    * needs a look at the primary (MongoDB: is the token's oplog entry still in the primary's
    * oplog after an election?).
+   *
+   * The monitor asks the same question of each replica's applied position, against a primary
+   * sample that may be older than the replica's own sample: there `impossible` reads as "ahead of
+   * the sample" and the replica stays readable. So when a position both lacks something the
+   * primary can never get and is ahead of the primary's own numbering, the answer must be
+   * `other-history`: a replica that kept a write lost in a failover and then followed the new
+   * primary holds exactly that, and would otherwise serve the lost write as fresh.
    */
   classifyAgainstPrimary?:
     | ((primary: P, required: P) => PrimaryVerdict | Promise<PrimaryVerdict>)

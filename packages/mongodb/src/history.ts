@@ -40,12 +40,31 @@ export class HistoryBook {
 
   /**
    * The router's check of a position against the primary (`classifyAgainstPrimary`). Same term,
-   * or a position without a term: time decides. An earlier term: the primary's oplog decides.
+   * or a position without a term: time decides. An earlier term: the primary's oplog decides,
+   * and a time past the primary's is lost outright (every entry of an earlier term the primary
+   * kept is older than its own term's first entry).
+   *
+   * The earlier term is looked at before the time: replicas are judged with this verdict against
+   * a primary sample that may be older than the replica's, where `impossible` reads as "ahead of
+   * the sample". A member still holding entries of the old term past the new primary's sample
+   * (not rolled back yet) must come out `other-history`, not ahead.
    */
   async classify(primary: MongoPosition, required: MongoPosition): Promise<PrimaryVerdict> {
+    const termed = required.term !== 0 && primary.term !== 0;
+    if (termed && required.term < primary.term) return this.classifyEarlierTerm(primary, required);
     if (compareTimes(primary.time, required.time) < 0) return 'impossible';
-    if (required.term === 0 || primary.term === 0 || required.term === primary.term) return 'ok';
-    if (required.term > primary.term) return 'impossible';
+    if (termed && required.term > primary.term) return 'impossible';
+    return 'ok';
+  }
+
+  private async classifyEarlierTerm(
+    primary: MongoPosition,
+    required: MongoPosition,
+  ): Promise<PrimaryVerdict> {
+    if (compareTimes(primary.time, required.time) < 0) {
+      this.remember(required, 'lost');
+      return 'other-history';
+    }
     const known = this.verdict(required);
     if (known) return known === 'kept' ? 'ok' : 'other-history';
     const entry = await this.lookup(required.time);

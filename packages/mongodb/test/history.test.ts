@@ -161,6 +161,21 @@ describe('HistoryBook verdicts', () => {
     expect(book.verdict(at(10, 1))).toBe('kept');
     expect(book.verdict(at(11, 1))).toBe('lost');
   });
+
+  it('an earlier term past the primary sample is lost, not ahead of the sample', async () => {
+    let lookups = 0;
+    const book = new HistoryBook(async () => {
+      lookups++;
+      return { term: 3 };
+    });
+    // A member that kept term-2 entries the new primary never had, probed after the primary's
+    // sample was read: its time is past the sample's, its term is older.
+    expect(await book.classify(at(100, 3), at(150, 2))).toBe('other-history');
+    expect(lookups).toBe(0);
+    expect(book.verdict(at(150, 2))).toBe('lost');
+    // The same time in the primary's own term is only ahead of the sample.
+    expect(await book.classify(at(100, 3), at(150, 3))).toBe('impossible');
+  });
 });
 
 describe('routed reads (simulator)', () => {

@@ -70,13 +70,20 @@ export type { PrimaryVerdict };
  * single-primary topology nothing does: the primary is the source, not a replica. So:
  *
  * 1. `required` is a subset of `primaryExecuted`: `ok`.
- * 2. A missing transaction carries the primary's own UUID: the primary assigns those numbers
- *    itself, in order and without gaps, and has not assigned this one. A genuine token cannot
- *    hold it: `impossible`. (This wins over rule 3: one forged part makes the whole token
- *    untrustworthy.)
- * 3. Every missing transaction carries another server's UUID: that server created it (it was
- *    primary before a failover, or someone wrote to it directly) and it never reached the current
- *    primary. Waiting will not help: `other-history`.
+ * 2. A missing transaction carries another server's UUID: that server created it (it was primary
+ *    before a failover, or someone wrote to it directly) and it never reached the current
+ *    primary. Waiting will not help: `other-history`. This wins over rule 3, whatever else the
+ *    set holds: those transactions are not in the primary's history, and no own transaction
+ *    beside them changes that.
+ * 3. Every missing transaction carries the primary's own UUID: the primary assigns those numbers
+ *    itself, in order and without gaps, and had not assigned them when `primaryExecuted` was
+ *    read. Against a fresh read of the primary a genuine token cannot hold them: `impossible`.
+ *
+ * Why rule 2 wins. The same verdict judges replicas against a primary sample that may be older
+ * than the replica's own sample: a replica that follows the new primary but kept a lost write
+ * (an errant transaction of the old primary) holds both the lost write and the primary's newest
+ * transactions. Were `impossible` (read there as "ahead of the sample") to win, that replica
+ * would count as on the primary's history and serve the lost write as fresh.
  *
  * Limits the caller must respect (the adapter's job, not this function's):
  * - The verdict is only final when the primary applies nothing from elsewhere. Right after a
@@ -104,5 +111,5 @@ export function classifyAgainstPrimary(
   const missing = required.subtract(primaryExecuted);
   if (missing.isEmpty) return 'ok';
   // Tagged transactions of the primary's UUID are its own too (`gtid_next = 'AUTOMATIC:tag'`).
-  return missing.entries.some((entry) => entry.uuid === own) ? 'impossible' : 'other-history';
+  return missing.entries.some((entry) => entry.uuid !== own) ? 'other-history' : 'impossible';
 }

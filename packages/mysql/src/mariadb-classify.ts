@@ -37,13 +37,16 @@ function beyondWhatPrimaryGotFromServer(
  * {@link classifyAgainstPrimary}).
  *
  * 1. The primary's position covers `required`: `ok`.
- * 2. Some domain of `required` is beyond the primary (a higher `seq`, or a domain the primary has
- *    never seen) and carries the primary's own server id: the primary numbers its own
- *    transactions and has not written this one, so the token was not issued by this cluster:
- *    `impossible`. This wins over rule 3.
- * 3. Otherwise the missing GTIDs come from other servers (a former primary whose last writes never
- *    reached this one), or, in strict mode, name the same `seq` as the primary with another server
- *    id (two histories): `other-history`.
+ * 2. Some missing GTID comes from another server (a former primary whose last writes never
+ *    reached this one), or, in strict mode, names the same `seq` as the primary with another
+ *    server id (two histories): `other-history`. This wins over rule 3: a replica judged against
+ *    a primary sample older than its own can hold both a lost write and the primary's newest
+ *    transactions, and must not count as on the primary's history (see the MySQL
+ *    `classifyAgainstPrimary`).
+ * 3. Every domain of `required` beyond the primary (a higher `seq`, or a domain the primary has
+ *    never seen) carries the primary's own server id: the primary numbers its own transactions
+ *    and had not written these when its position was read. Against a fresh read of the primary
+ *    the token was not issued by this cluster: `impossible`.
  *
  * Limits: without the binary log state (rule 0) a lost write is visible only until the new
  * primary's `seq` in that domain passes it; after that the position compares as covered (MariaDB
@@ -60,16 +63,17 @@ export function classifyMariadbAgainstPrimary(
     return 'other-history';
   }
   if (compareMariadbPositions(primary, required, options) === 'covered') return 'ok';
-  let otherHistory = false;
+  const strict = options.strictMode ?? true;
+  let ownAhead = false;
   for (const need of required.gtids) {
     const have = primary.domain(need.domain);
     if (have === undefined || have.seq < need.seq) {
-      if (need.server === primaryServerId) return 'impossible';
-      otherHistory = true;
-    } else if (have.seq === need.seq && have.server !== need.server) {
-      otherHistory = true;
+      if (need.server !== primaryServerId) return 'other-history';
+      ownAhead = true;
+    } else if (strict && have.seq === need.seq && have.server !== need.server) {
+      return 'other-history';
     }
   }
   // Not covered, yet nothing missing: only possible when the comparison's strictness differs.
-  return otherHistory ? 'other-history' : 'ok';
+  return ownAhead ? 'impossible' : 'ok';
 }

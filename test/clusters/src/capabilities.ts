@@ -1,6 +1,7 @@
 // Capability sets and the error a cluster throws for an operation it cannot stage.
 
-import { ALL_CAPABILITIES, type ClusterCapability } from './types.js';
+import { targetKind } from './targets.js';
+import { type ClusterCapability, STAGING_CAPABILITIES } from './types.js';
 
 export function capabilitySet(
   ...capabilities: readonly ClusterCapability[]
@@ -17,6 +18,7 @@ const OPERATIONS: Record<ClusterCapability, string> = {
   'cut-off': 'cutOff/reconnect',
   freeze: 'freeze/thaw',
   rejoin: 'rejoin',
+  'follow-diverged': 'promote re-pointing a replica that holds writes the new primary lacks',
 };
 
 /** Throw the error of an operation the cluster does not support (capability missing). */
@@ -48,7 +50,16 @@ export function unsupportedBy(
   return async (name) => notSupported(provider, capability, name, why);
 }
 
-const EVERYTHING = capabilitySet(...ALL_CAPABILITIES);
+/**
+ * What a cluster of our own (local processes or containers) of a target's kind can stage: every
+ * staging capability, plus `follow-diverged` where the database lets a replica follow a new
+ * primary while it holds writes that primary lacks (MySQL only).
+ */
+export function ownClusterCapabilities(kind: string): ReadonlySet<ClusterCapability> {
+  return kind === 'mysql'
+    ? capabilitySet(...STAGING_CAPABILITIES, 'follow-diverged')
+    : capabilitySet(...STAGING_CAPABILITIES);
+}
 
 /**
  * What a cluster of `target` started by `provider` will declare, known before starting one (the
@@ -61,9 +72,7 @@ export function providerCapabilities(
 ): ReadonlySet<ClusterCapability> {
   if (provider === 'external') return capabilitySet('pause');
   // testcontainers: our own servers in containers, except a real mongod (the original set).
-  if (provider === 'testcontainers')
-    return target === 'mongo' ? capabilitySet('pause', 'kill', 'promote') : EVERYTHING;
-  // local: our own processes (or the in-process simulator); a real mongod only the original set.
   if (target === 'mongo') return capabilitySet('pause', 'kill', 'promote');
-  return EVERYTHING;
+  // Our own processes, containers or the in-process simulator.
+  return ownClusterCapabilities(targetKind(target) ?? '');
 }

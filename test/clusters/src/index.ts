@@ -9,6 +9,7 @@ import type { Cluster, ClusterProvider, StartOptions } from './types.js';
 export {
   capabilitySet,
   notSupported,
+  ownClusterCapabilities,
   providerCapabilities,
   unsupportedBy,
 } from './capabilities.js';
@@ -26,7 +27,7 @@ export type {
   PromoteOptions,
   StartOptions,
 } from './types.js';
-export { ALL_CAPABILITIES, DEFAULT_REPLICAS } from './types.js';
+export { ALL_CAPABILITIES, DEFAULT_REPLICAS, STAGING_CAPABILITIES } from './types.js';
 export { externalProvider, localProvider, testcontainersProvider };
 
 export const PROVIDERS: Record<ClusterProvider['name'], ClusterProvider> = {

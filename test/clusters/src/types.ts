@@ -26,6 +26,10 @@ export interface ClusterNode {
  * - `cut-off`: {@link Cluster.cutOff} / {@link Cluster.reconnect}.
  * - `freeze`: {@link Cluster.freeze} / {@link Cluster.thaw}.
  * - `rejoin`: {@link Cluster.rejoin}.
+ * - `follow-diverged`: a replica that applied writes the new primary lacks, re-pointed by
+ *   {@link Cluster.promote}, follows the new primary and keeps them (MySQL: errant GTIDs under
+ *   GTID auto-positioning). Where the database refuses such a replica (PostgreSQL past the switch
+ *   point, MariaDB in strict mode) or rolls the writes back (MongoDB), it is absent.
  */
 export type ClusterCapability =
   | 'pause'
@@ -34,9 +38,11 @@ export type ClusterCapability =
   | 'promote-partial'
   | 'cut-off'
   | 'freeze'
-  | 'rejoin';
+  | 'rejoin'
+  | 'follow-diverged';
 
-export const ALL_CAPABILITIES: readonly ClusterCapability[] = [
+/** What every cluster this package starts itself can stage (local processes, containers). */
+export const STAGING_CAPABILITIES: readonly ClusterCapability[] = [
   'pause',
   'kill',
   'promote',
@@ -44,6 +50,12 @@ export const ALL_CAPABILITIES: readonly ClusterCapability[] = [
   'cut-off',
   'freeze',
   'rejoin',
+];
+
+/** Every capability; `follow-diverged` depends on the database, not on how it was started. */
+export const ALL_CAPABILITIES: readonly ClusterCapability[] = [
+  ...STAGING_CAPABILITIES,
+  'follow-diverged',
 ];
 
 export interface PromoteOptions {
@@ -54,6 +66,14 @@ export interface PromoteOptions {
    * Anything but the default needs the `promote-partial` capability.
    */
   readonly repoint?: readonly string[];
+  /**
+   * Re-point replicas even when they hold writes the new primary lacks: they follow it and keep
+   * those writes (MySQL: errant GTIDs), as after an operator re-points every replica without
+   * checking them, or when a replica applied the last relay-logged writes just after it was
+   * checked. Default false: such a replica is left running, not replicating, and promote()
+   * throws. Needs the `follow-diverged` capability.
+   */
+  readonly keepDiverged?: boolean;
 }
 
 export interface Cluster {

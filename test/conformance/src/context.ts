@@ -1,6 +1,6 @@
 import type { RouteDecision, RouterOptions } from '@tidemark/core';
 import { Router } from '@tidemark/core';
-import type { Adapter, PositionCodec } from '@tidemark/core/adapter';
+import type { Adapter, PositionCodec, ReplicaMonitor } from '@tidemark/core/adapter';
 import type { Cluster } from '@tidemark/test-clusters';
 import {
   type NaiveOrders,
@@ -44,8 +44,16 @@ export interface ScenarioContext<P, C> {
   readonly target: ConformanceTarget<P, C>;
   readonly cluster: Cluster;
   readonly workload: Workload<C>;
-  /** A router over a fresh adapter for the cluster's current topology, probed once (ready). */
-  router(config?: RouterConfig<P, C>, needs?: AdapterNeeds): Promise<RouterHandle<P, C>>;
+  /**
+   * A router over a fresh adapter for the cluster's current topology, probed once (ready).
+   * `monitorFor` builds the router's monitor over that same adapter (a scenario that drives the
+   * monitor's probes itself).
+   */
+  router(
+    config?: RouterConfig<P, C>,
+    needs?: AdapterNeeds,
+    monitorFor?: (adapter: Adapter<P, C>) => ReplicaMonitor<P>,
+  ): Promise<RouterHandle<P, C>>;
   /** The control router over a fresh adapter. */
   naive(): NaiveRouter<P, C>;
   /**
@@ -95,10 +103,11 @@ export function createContext<P, C>(
     target,
     cluster,
     workload: target.workload,
-    async router(config = {}, needs = {}) {
+    async router(config = {}, needs = {}, monitorFor = undefined) {
       const traced = traceAdapter(target.createAdapter(cluster, needs));
       const router = new Router<P, C>({
         ...config,
+        ...(monitorFor ? { monitor: monitorFor(traced.adapter) } : {}),
         adapter: traced.adapter,
         cluster: CLUSTER_NAME,
       });

@@ -178,10 +178,14 @@ export interface OldHistoryTopology {
  * it; P is killed (a crash: W exists only on P and R1); R2 is started and promoted with
  * `repoint: []`, so R1 stays a running replica on the old history, holding W, as in the first
  * minutes of a real failover before anyone rebuilds it. Needs `kill` and `promote-partial`.
+ *
+ * With `follow`, R1 is re-pointed at R2 instead and follows it while keeping W (an operator who
+ * re-points every replica without checking them): needs `follow-diverged` too.
  */
 export async function stageOldHistoryReplica<P, C>(
   ctx: ScenarioContext<P, C>,
   note: string,
+  options: { follow?: boolean } = {},
 ): Promise<OldHistoryTopology> {
   const { cluster, workload } = ctx;
   const [r1, r2] = twoReplicas(ctx);
@@ -201,7 +205,10 @@ export async function stageOldHistoryReplica<P, C>(
 
   await cluster.kill(oldPrimary);
   await cluster.start(r2);
-  await cluster.promote(r2, { repoint: [] });
+  await cluster.promote(
+    r2,
+    options.follow ? { repoint: [r1], keepDiverged: true } : { repoint: [] },
+  );
   await ctx.resetInspector();
 
   const inspector = ctx.inspector();

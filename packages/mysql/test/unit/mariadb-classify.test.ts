@@ -24,7 +24,13 @@ describe('classifyMariadbAgainstPrimary', () => {
     ],
     ["the primary's own id beyond its position", '0-2-105', '0-2-106', 'impossible'],
     ["the primary's own id in a domain it never wrote", '0-2-105', '5-2-1', 'impossible'],
-    ['impossible wins over other-history', '0-1-100', '0-1-101,1-2-1', 'impossible'],
+    ['other-history wins over impossible', '0-1-100', '0-1-101,1-2-1', 'other-history'],
+    [
+      'a replica that kept a lost write and is ahead of the primary sample in another domain',
+      '0-1-100,1-2-10',
+      '0-1-101,1-2-12',
+      'other-history',
+    ],
   ])('%s', (_name, primary, required, verdict) => {
     expect(classifyMariadbAgainstPrimary(pos(primary), pos(required), PRIMARY_ID)).toBe(verdict);
   });

@@ -2,13 +2,13 @@
 // real clusters implement, so target `mongo-sim` runs every scenario unchanged. A simulator: it
 // proves what a client library sends and decides, not how mongod behaves.
 
-import { capabilitySet } from '../capabilities.js';
+import { capabilitySet, notSupported } from '../capabilities.js';
 import {
-  ALL_CAPABILITIES,
   type Cluster,
   type ClusterCapability,
   type ClusterNode,
   type PromoteOptions,
+  STAGING_CAPABILITIES,
 } from '../types.js';
 import type { SimulatorBson } from './bson.js';
 import { MongoReplicaSetSimulator } from './replica-set-simulator.js';
@@ -24,7 +24,7 @@ export class MongoSimCluster implements Cluster {
   readonly target = 'mongo-sim';
   readonly flavour = 'mongo-sim' as const;
   readonly version = '7.0.0-simulator';
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...STAGING_CAPABILITIES);
 
   private constructor(private readonly simulator: MongoReplicaSetSimulator) {}
 
@@ -88,6 +88,13 @@ export class MongoSimCluster implements Cluster {
   }
 
   async promote(name: string, options: PromoteOptions = {}): Promise<void> {
+    if (options.keepDiverged)
+      notSupported(
+        'the MongoDB simulator',
+        'follow-diverged',
+        name,
+        'a member that syncs from the new primary rolls back what it lacks',
+      );
     await this.simulator.promote(name, options);
   }
 

@@ -285,6 +285,7 @@ export class MongoReplicaSet implements Cluster {
     // Members follow the new primary by themselves: a partial re-point cannot be staged.
     if (options.repoint !== undefined)
       notSupported('the real-MongoDB cluster', 'promote-partial', name);
+    if (options.keepDiverged) notSupported('the real-MongoDB cluster', 'follow-diverged', name);
     const target = this.runningReplica(name);
     const old = this.primaryMember();
     if (old.proc.running()) await this.stop(old.node.name);

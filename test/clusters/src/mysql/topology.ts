@@ -4,16 +4,10 @@
 // src/providers/testcontainers-mysql.ts are thin entries that build the servers and hand them
 // here. What the two providers do differently is a TopologyOptions field, named for the behaviour.
 
-import { capabilitySet } from '../capabilities.js';
+import { notSupported, ownClusterCapabilities } from '../capabilities.js';
 import { NodeTable } from '../node-table.js';
 import { DATABASE, URL_USER } from '../providers/local/mysql-config.js';
-import {
-  ALL_CAPABILITIES,
-  type Cluster,
-  type ClusterCapability,
-  type ClusterNode,
-  type PromoteOptions,
-} from '../types.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
 import { dialectFor, type MysqlFlavour, type ReplicationDialect } from './dialect.js';
 import * as sql from './sql.js';
 
@@ -109,7 +103,7 @@ interface Member {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class MysqlTopology implements Cluster {
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
+  readonly capabilities: ReadonlySet<ClusterCapability>;
   protected readonly dialect: ReplicationDialect;
   protected readonly table: NodeTable<Member>;
   private serverVersion = '';
@@ -126,6 +120,7 @@ export class MysqlTopology implements Cluster {
     private readonly options: TopologyOptions,
     private readonly dispose: () => Promise<void>,
   ) {
+    this.capabilities = ownClusterCapabilities(flavour);
     this.dialect = dialectFor(flavour);
     const members = servers.map((server, i) => ({
       server,
@@ -182,11 +177,12 @@ export class MysqlTopology implements Cluster {
   /**
    * Point a running replica at the current primary and, if the primary runs, wait until it
    * follows. A replica holding transactions the primary never had (an old primary that lost
-   * writes in a failover) is left running, read-only and not replicating, and this throws.
+   * writes in a failover) is left running, read-only and not replicating, and this throws;
+   * with `keepDiverged` it follows all the same, keeping them (errant GTIDs).
    */
-  private async attach(m: Member): Promise<void> {
+  private async attach(m: Member, options: { keepDiverged?: boolean } = {}): Promise<void> {
     const primary = this.table.primary();
-    if (primary.node.running) {
+    if (primary.node.running && !options.keepDiverged) {
       const mine = await this.dialect.executed(m.adminUrl);
       const extra = await this.dialect.lacking(primary.adminUrl, mine);
       if (extra !== '') {
@@ -440,6 +436,13 @@ export class MysqlTopology implements Cluster {
     const old = this.table.primary();
     const d = this.dialect;
     const repoint = options.repoint;
+    if (options.keepDiverged && !this.capabilities.has('follow-diverged'))
+      notSupported(
+        `the ${this.flavour} cluster`,
+        'follow-diverged',
+        name,
+        'in strict mode a replica refuses a source that lacks its GTIDs',
+      );
     for (const other of repoint ?? []) {
       const m = this.table.get(other);
       if (m === target || m.node.role !== 'replica')
@@ -486,7 +489,7 @@ export class MysqlTopology implements Cluster {
         continue;
       }
       try {
-        await this.attach(m);
+        await this.attach(m, { keepDiverged: options.keepDiverged ?? false });
       } catch (err) {
         failures.push((err as Error).message);
       }

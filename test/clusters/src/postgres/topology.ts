@@ -4,14 +4,14 @@
 // thin entries that build the servers and hand them here. What the two providers do differently
 // is a PgTopologyOptions field, named for the behaviour.
 
-import { capabilitySet } from '../capabilities.js';
+import { capabilitySet, notSupported } from '../capabilities.js';
 import { NodeTable } from '../node-table.js';
 import {
-  ALL_CAPABILITIES,
   type Cluster,
   type ClusterCapability,
   type ClusterNode,
   type PromoteOptions,
+  STAGING_CAPABILITIES,
 } from '../types.js';
 import * as sql from './sql.js';
 
@@ -125,7 +125,7 @@ export function conninfo(upstream: PgServer, replica: PgServer): string {
 
 export class PgTopology implements Cluster {
   readonly flavour = 'postgres' as const;
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...ALL_CAPABILITIES);
+  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...STAGING_CAPABILITIES);
   protected readonly table: NodeTable<Member>;
   private serverVersion = '';
   private tornDown: Promise<void> | undefined;
@@ -290,6 +290,13 @@ export class PgTopology implements Cluster {
    * `options.repoint` if given; the others stay on the old history, following nobody).
    */
   async promote(name: string, options: PromoteOptions = {}): Promise<void> {
+    if (options.keepDiverged)
+      notSupported(
+        'the PostgreSQL cluster',
+        'follow-diverged',
+        name,
+        'a standby that replayed past the switch point cannot follow the new timeline',
+      );
     const target = this.table.runningReplica(name);
     const old = this.table.primary();
     const repoint = options.repoint;

@@ -5,6 +5,7 @@ import { boundedWait } from './bounded-wait.js';
 import { fallbackCap } from './fallback-cap.js';
 import { historyCheckUnavailable } from './history-check-unavailable.js';
 import { lostWriteOldHistoryReplica } from './lost-write-old-history-replica.js';
+import { lostWriteReplicaFollows } from './lost-write-replica-follows.js';
 import { monotonicReads } from './monotonic-reads.js';
 import { pausedReplay } from './paused-replay.js';
 import { promotionLostWrite } from './promotion-lost-write.js';
@@ -26,6 +27,7 @@ export const scenarios: readonly Scenario[] = [
   badTokens,
   tokenTwoSources,
   lostWriteOldHistoryReplica,
+  lostWriteReplicaFollows,
   historyCheckUnavailable,
   writeAfterFailover,
   replicaCutOff,
@@ -79,6 +81,7 @@ export {
   fallbackCap,
   historyCheckUnavailable,
   lostWriteOldHistoryReplica,
+  lostWriteReplicaFollows,
   monotonicReads,
   pausedReplay,
   promotionLostWrite,

@@ -132,13 +132,14 @@ describe('scenario list', () => {
     expect(() => selectScenarios('contract-nope')).toThrow(/Unknown scenario/);
   });
 
-  it('has the thirteen scenarios with unique names; topology changes get fresh clusters', () => {
+  it('has the fourteen scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
-    expect(new Set(names).size).toBe(13);
+    expect(new Set(names).size).toBe(14);
     expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
       'replica-killed',
       'promotion-lost-write',
       'lost-write-old-history-replica',
+      'lost-write-replica-follows',
       'history-check-unavailable',
       'write-after-failover',
       'replica-cut-off',
@@ -157,6 +158,7 @@ describe('scenario list', () => {
       'bad-tokens': [],
       'token-two-sources': ['pause'],
       'lost-write-old-history-replica': ['kill', 'promote-partial'],
+      'lost-write-replica-follows': ['kill', 'promote-partial', 'follow-diverged'],
       'history-check-unavailable': ['kill', 'promote-partial', 'freeze'],
       'write-after-failover': ['kill', 'promote-partial'],
       'replica-cut-off': ['cut-off'],
