@@ -398,6 +398,11 @@ export class FaultScheduler {
     const others = cluster.replicas().filter((n) => n.running);
     const partial =
       this.capabilities.has('promote-partial') && others.length > 1 && prng.chance(0.5);
+    // Where the database lets them (MySQL), replicas holding the crash's lost writes are
+    // sometimes re-pointed all the same, as an operator who checks nothing would: they follow
+    // the new primary and keep those writes (errant transactions) until rebuilt.
+    const keepDiverged =
+      !partial && this.capabilities.has('follow-diverged') && prng.chance(0.5);
     await this.healOn(oldPrimary);
 
     let chosen: string;
@@ -430,7 +435,7 @@ export class FaultScheduler {
     this.suspect(oldPrimary, 'crashed old primary');
     const delay = prng.between(200, 1500);
     this.log(
-      `crash-promote: killed primary ${oldPrimary}; promoting ${chosen} (${variant}${partial ? ', others left on the old history' : ''}) in ${seconds(delay)}`,
+      `crash-promote: killed primary ${oldPrimary}; promoting ${chosen} (${variant}${partial ? ', others left on the old history' : ''}${keepDiverged ? ', others re-pointed even if they hold lost writes' : ''}) in ${seconds(delay)}`,
     );
     await sleep(delay, this.options.signal);
     if (staged === 'stopped') await this.startQuietly(chosen);
@@ -439,6 +444,7 @@ export class FaultScheduler {
     let promoteError: unknown;
     try {
       if (partial) await cluster.promote(chosen, { repoint: [] });
+      else if (keepDiverged) await cluster.promote(chosen, { keepDiverged: true });
       else await cluster.promote(chosen);
     } catch (error) {
       promoteError = error;
@@ -449,7 +455,9 @@ export class FaultScheduler {
       await cluster.start(oldPrimary).catch(() => undefined);
       throw new Error(`promotion of ${chosen} failed: ${short(promoteError)}`);
     }
-    this.note(`crash-promote:${variant}${partial ? '+partial' : ''}`);
+    this.note(
+      `crash-promote:${variant}${partial ? '+partial' : ''}${keepDiverged ? '+keep-diverged' : ''}`,
+    );
     for (const node of cluster.replicas()) {
       if (node.name === oldPrimary || !node.running) continue;
       if (partial) this.suspect(node.name, 'left on the old history (not re-pointed)');

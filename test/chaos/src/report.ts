@@ -47,7 +47,7 @@ export function formatReport(result: CampaignResult): string[] {
     return `${kind}=${c.injected}${extra ? ` (${extra})` : ''}`;
   });
   lines.push(`faults: ${faultParts.length > 0 ? faultParts.join(' ') : 'none'}`);
-  const skipped = ['cut-off', 'freeze', 'rejoin', 'promote-partial'].filter(
+  const skipped = ['cut-off', 'freeze', 'rejoin', 'promote-partial', 'follow-diverged'].filter(
     (capability) => !result.capabilities.includes(capability as never),
   );
   if (skipped.length > 0) {
