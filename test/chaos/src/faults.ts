@@ -401,8 +401,7 @@ export class FaultScheduler {
     // Where the database lets them (MySQL), replicas holding the crash's lost writes are
     // sometimes re-pointed all the same, as an operator who checks nothing would: they follow
     // the new primary and keep those writes (errant transactions) until rebuilt.
-    const keepDiverged =
-      !partial && this.capabilities.has('follow-diverged') && prng.chance(0.5);
+    const keepDiverged = !partial && this.capabilities.has('follow-diverged') && prng.chance(0.5);
     await this.healOn(oldPrimary);
 
     let chosen: string;
