@@ -343,7 +343,10 @@ class Watcher<P> {
     if (outcome.outcome === 'reached') {
       const applied = outcome.applied ?? target;
       monitor.observe(this.id, applied);
-      this.settleCovered(applied, 'server-side');
+      if (this.onPrimaryHistory()) this.settleCovered(applied, 'server-side');
+      // The node's answer put it off the primary's history (or its verdict is pending): probes
+      // keep the view current from here, and end the wait only once it is judged current.
+      else this.probesOnly = true;
     } else if (outcome.outcome === 'other-history') {
       // Never covered here; probes keep the view current until the waiters go elsewhere.
       this.probesOnly = true;
@@ -362,6 +365,7 @@ class Watcher<P> {
     const applied = state?.reachable ? state.applied : undefined;
     if (
       applied !== undefined &&
+      this.onPrimaryHistory() &&
       (this.joined ||
         this.scanned === undefined ||
         codec.compare(this.scanned, applied) !== 'covered')
@@ -382,6 +386,17 @@ class Watcher<P> {
    */
   private async pause(ms: number): Promise<void> {
     await this.owner.options.clock.sleep(ms, this.interruptSignal());
+  }
+
+  /**
+   * Only a replica on the primary's history ends a wait (invariant 9). A plan picks healthy
+   * replicas, but a wait's own answer can be the first to show that a node left that history: a
+   * replica promoted before the app was reconfigured, whose new writes pass a lost write's offset
+   * (MariaDB compares one sequence number per domain), "covers" the position it never had.
+   */
+  private onPrimaryHistory(): boolean {
+    const history = this.owner.options.monitor.state(this.id)?.history;
+    return history === 'current' || history === 'unchecked';
   }
 
   private settleCovered(applied: P, by: 'probe' | 'server-side'): void {

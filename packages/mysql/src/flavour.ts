@@ -33,6 +33,13 @@ export interface PrimaryIdentity {
    * primary's binary log. Absent when the server did not report it.
    */
   readonly lastSeqByServer?: ReadonlyMap<string, bigint> | undefined;
+  /**
+   * MariaDB: `log_slave_updates` is ON and `lastSeqByServer` holds every entry of the state, so
+   * a pair it lacks was never logged (see `classifyMariadbAgainstPrimary`, rule 0b).
+   */
+  readonly binlogListsReplicated?: boolean | undefined;
+  /** MariaDB: `@@gtid_slave_pos`, the last GTID the primary applied as a replica, per domain. */
+  readonly slavePositionText?: string | undefined;
 }
 
 export interface PrimaryFacts<P> {

@@ -11,23 +11,45 @@ export interface MariadbClassifyOptions extends MariadbCompareOptions {
    * even after the primary's own sequence in that domain has moved past it (rule 0 below).
    */
   readonly lastSeqByServer?: ReadonlyMap<string, bigint> | undefined;
+  /**
+   * The primary logs the transactions it replicates (`log_slave_updates` ON) and its binary log
+   * state was read whole, so a `domain-server` pair the state does not list is a server none of
+   * whose transactions in that domain ever reached it (rule 0b below).
+   */
+  readonly binlogListsReplicated?: boolean | undefined;
+  /** The primary's `@@gtid_slave_pos`: the last GTID it applied as a replica, per domain. */
+  readonly slavePosition?: MariadbGtidPosition | undefined;
 }
 
 /**
  * Rule 0: the primary logged transactions of server S in domain D up to sequence N (binary log
- * state, with log_slave_updates); a GTID D-S-M with M > N never reached it. Pairs the state does
- * not list say nothing (the server may run without log_slave_updates).
+ * state, with log_slave_updates); a GTID D-S-M with M > N never reached it.
+ *
+ * Rule 0b: the state lists no D-S pair at all, and the primary logs what it replicates: no
+ * transaction of S in D ever reached it, unless its own position or the last GTID it applied as a
+ * replica names D-S at M or later (a server set up from a backup, whose binary log starts after
+ * it). This is the promoted replica whose own transactions passed a lost write's sequence number
+ * before anything of the old primary was logged. Without log_slave_updates an unlisted pair says
+ * nothing (the server may have applied S's transactions without logging them).
  */
 function beyondWhatPrimaryGotFromServer(
+  primary: MariadbGtidPosition,
   required: MariadbGtidPosition,
   primaryServerId: number,
-  lastSeqByServer: ReadonlyMap<string, bigint> | undefined,
+  options: MariadbClassifyOptions,
 ): boolean {
+  const { lastSeqByServer } = options;
   if (lastSeqByServer === undefined) return false;
   return required.gtids.some((need) => {
     if (need.server === primaryServerId) return false;
     const last = lastSeqByServer.get(`${need.domain}-${need.server}`);
-    return last !== undefined && need.seq > last;
+    if (last !== undefined) return need.seq > last;
+    if (options.binlogListsReplicated !== true) return false;
+    const namesIt = (position: MariadbGtidPosition | undefined) => {
+      const gtid = position?.domain(need.domain);
+      return gtid !== undefined && gtid.server === need.server && gtid.seq >= need.seq;
+    };
+    return !namesIt(primary) && !namesIt(options.slavePosition);
   });
 }
 
@@ -59,7 +81,7 @@ export function classifyMariadbAgainstPrimary(
   primaryServerId: number,
   options: MariadbClassifyOptions = {},
 ): 'ok' | 'impossible' | 'other-history' {
-  if (beyondWhatPrimaryGotFromServer(required, primaryServerId, options.lastSeqByServer)) {
+  if (beyondWhatPrimaryGotFromServer(primary, required, primaryServerId, options)) {
     return 'other-history';
   }
   if (compareMariadbPositions(primary, required, options) === 'covered') return 'ok';

@@ -8,7 +8,7 @@ import {
   type ReplicaFacts,
   textColumn,
 } from './flavour.js';
-import { parseBinlogState } from './mariadb-binlog-state.js';
+import { isWholeBinlogState, parseBinlogState } from './mariadb-binlog-state.js';
 import { classifyMariadbAgainstPrimary } from './mariadb-classify.js';
 import { createMariadbCodec } from './mariadb-codec.js';
 import { type MariadbCompareOptions, MariadbGtidPosition } from './mariadb-gtid.js';
@@ -47,7 +47,7 @@ const PROBE_SQL = `${POSITION_SQL}; SHOW SLAVE STATUS`;
  * which the one-GTID-per-domain position cannot once the new primary's sequence has moved past it.
  */
 const PRIMARY_PROBE_SQL =
-  'SELECT @@global.gtid_current_pos AS position, @@global.server_id AS server_id, @@global.gtid_binlog_state AS binlog_state';
+  'SELECT @@global.gtid_current_pos AS position, @@global.server_id AS server_id, @@global.gtid_binlog_state AS binlog_state, @@global.log_slave_updates AS logs_replicated, @@global.gtid_slave_pos AS slave_pos';
 
 /**
  * `MASTER_GTID_WAIT(pos, seconds)`: 0 once reached, -1 after the timeout. It compares with
@@ -67,6 +67,15 @@ export function createMariadbFlavour(
     const text = textColumn(value);
     if (text === undefined) throw new TypeError(`GTID position column is ${String(value)}`);
     return parseText(text);
+  };
+  // An unreadable gtid_slave_pos only takes away an exception to rule 0b (never a verdict of ok).
+  const parseOptional = (text: string | undefined): MariadbGtidPosition | undefined => {
+    if (text === undefined) return undefined;
+    try {
+      return parseText(text);
+    } catch {
+      return undefined;
+    }
   };
   return {
     name: 'mariadb',
@@ -120,12 +129,18 @@ export function createMariadbFlavour(
       if (serverId === undefined) throw new TypeError('no server_id');
       // MariaDB's verdict assumes the primary replicates from nobody (not checked: see README).
       const binlogState = textColumn(row['binlog_state']);
+      const slavePositionText = textColumn(row['slave_pos']);
       return {
         position: parsePosition(row['position']),
         identity: {
           serverId,
           stillApplying: false,
           ...(binlogState === undefined ? {} : { lastSeqByServer: parseBinlogState(binlogState) }),
+          binlogListsReplicated:
+            binlogState !== undefined &&
+            isWholeBinlogState(binlogState) &&
+            numberColumn(row['logs_replicated']) === 1,
+          ...(slavePositionText === undefined ? {} : { slavePositionText }),
         },
       };
     },
@@ -142,6 +157,8 @@ export function createMariadbFlavour(
       return classifyMariadbAgainstPrimary(primary, required, identity.serverId, {
         ...compareOptions,
         lastSeqByServer: identity.lastSeqByServer,
+        binlogListsReplicated: identity.binlogListsReplicated,
+        slavePosition: parseOptional(identity.slavePositionText),
       });
     },
   };

@@ -11,6 +11,7 @@ import {
 } from '../../src/index.js';
 import { parseBinlogState } from '../../src/mariadb-binlog-state.js';
 import { classifyMariadbAgainstPrimary } from '../../src/mariadb-classify.js';
+import { createMariadbFlavour } from '../../src/mariadb-flavour.js';
 
 const pos = (text: string) => MariadbGtidPosition.parse(text);
 
@@ -236,6 +237,67 @@ describe('classifyMariadbAgainstPrimary with the primary binary log state', () =
     expect(
       classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-2-9'), 3, { lastSeqByServer: state }),
     ).toBe('ok');
+  });
+
+  describe('a primary that logs what it replicates (log_slave_updates ON, state read whole)', () => {
+    const whole = { lastSeqByServer: state, binlogListsReplicated: true };
+
+    it('a server none of whose transactions it logged: its GTIDs never reached it (rule 0b)', () => {
+      // A replica promoted behind the app's back whose own writes passed the lost write's
+      // sequence number: server 2 never wrote anything this primary logged.
+      expect(classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-2-9'), 3, whole)).toBe(
+        'other-history',
+      );
+      expect(classifyMariadbAgainstPrimary(pos('0-3-10,1-1-4'), pos('0-2-9,1-1-4'), 3, whole)).toBe(
+        'other-history',
+      );
+    });
+
+    it('unless its own position or the last GTID it applied names that server (a backup start)', () => {
+      const fromBackup = {
+        lastSeqByServer: new Map<string, bigint>(),
+        binlogListsReplicated: true,
+      };
+      expect(classifyMariadbAgainstPrimary(pos('0-5-100'), pos('0-5-90'), 3, fromBackup)).toBe(
+        'ok',
+      );
+      expect(
+        classifyMariadbAgainstPrimary(pos('0-3-110'), pos('0-5-90'), 3, {
+          ...fromBackup,
+          slavePosition: pos('0-5-100'),
+        }),
+      ).toBe('ok');
+      expect(
+        classifyMariadbAgainstPrimary(pos('0-3-110'), pos('0-5-101'), 3, {
+          ...fromBackup,
+          slavePosition: pos('0-5-100'),
+        }),
+      ).toBe('other-history');
+    });
+
+    it('listed pairs and its own transactions are judged as before', () => {
+      expect(classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-1-6'), 3, whole)).toBe('ok');
+      expect(classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-1-7'), 3, whole)).toBe(
+        'other-history',
+      );
+      expect(classifyMariadbAgainstPrimary(pos('0-3-10'), pos('0-3-9'), 3, whole)).toBe('ok');
+    });
+
+    it('the flavour reads it from the primary probe: log_slave_updates, whole state, slave position', () => {
+      const flavour = createMariadbFlavour();
+      const identity = (row: Record<string, unknown>) =>
+        flavour.parsePrimaryProbe([{ position: '0-3-10', server_id: 3, ...row }]).identity;
+      const on = identity({ binlog_state: '0-1-6,0-3-10', logs_replicated: 1, slave_pos: '0-1-6' });
+      expect(on.binlogListsReplicated).toBe(true);
+      expect(flavour.classify(pos('0-3-10'), pos('0-2-9'), on)).toBe('other-history');
+      const off = identity({ binlog_state: '0-1-6,0-3-10', logs_replicated: 0 });
+      expect(off.binlogListsReplicated).toBe(false);
+      expect(flavour.classify(pos('0-3-10'), pos('0-2-9'), off)).toBe('ok');
+      const partial = identity({ binlog_state: '0-1-6,junk', logs_replicated: 1 });
+      expect(partial.binlogListsReplicated).toBe(false);
+      const badSlavePos = identity({ binlog_state: '', logs_replicated: 1, slave_pos: 'junk' });
+      expect(flavour.classify(pos('0-3-10'), pos('0-2-9'), badSlavePos)).toBe('other-history');
+    });
   });
 
   it('parses the state, skipping malformed entries and keeping the highest sequence', () => {

@@ -4,15 +4,9 @@
 // thin entries that build the servers and hand them here. What the two providers do differently
 // is a PgTopologyOptions field, named for the behaviour.
 
-import { capabilitySet, notSupported } from '../capabilities.js';
+import { notSupported, ownClusterCapabilities } from '../capabilities.js';
 import { NodeTable } from '../node-table.js';
-import {
-  type Cluster,
-  type ClusterCapability,
-  type ClusterNode,
-  type PromoteOptions,
-  STAGING_CAPABILITIES,
-} from '../types.js';
+import type { Cluster, ClusterCapability, ClusterNode, PromoteOptions } from '../types.js';
 import * as sql from './sql.js';
 
 const STREAMING_TIMEOUT_MS = 30_000;
@@ -125,7 +119,7 @@ export function conninfo(upstream: PgServer, replica: PgServer): string {
 
 export class PgTopology implements Cluster {
   readonly flavour = 'postgres' as const;
-  readonly capabilities: ReadonlySet<ClusterCapability> = capabilitySet(...STAGING_CAPABILITIES);
+  readonly capabilities: ReadonlySet<ClusterCapability> = ownClusterCapabilities('postgres');
   protected readonly table: NodeTable<Member>;
   private serverVersion = '';
   private tornDown: Promise<void> | undefined;

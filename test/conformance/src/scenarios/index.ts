@@ -8,6 +8,7 @@ import { lostWriteOldHistoryReplica } from './lost-write-old-history-replica.js'
 import { lostWriteReplicaFollows } from './lost-write-replica-follows.js';
 import { monotonicReads } from './monotonic-reads.js';
 import { pausedReplay } from './paused-replay.js';
+import { promotedBehindStaleConfig } from './promoted-behind-stale-config.js';
 import { promotionLostWrite } from './promotion-lost-write.js';
 import { replicaCutOff } from './replica-cut-off.js';
 import { replicaKilled } from './replica-killed.js';
@@ -30,6 +31,7 @@ export const scenarios: readonly Scenario[] = [
   lostWriteReplicaFollows,
   historyCheckUnavailable,
   writeAfterFailover,
+  promotedBehindStaleConfig,
   replicaCutOff,
 ];
 
@@ -84,6 +86,7 @@ export {
   lostWriteReplicaFollows,
   monotonicReads,
   pausedReplay,
+  promotedBehindStaleConfig,
   promotionLostWrite,
   replicaCutOff,
   replicaKilled,
