@@ -1354,7 +1354,13 @@ export class Router<P, C> {
     } catch {
       held = undefined; // An undecodable position protects nothing; the new one replaces it.
     }
-    if (held === undefined || codec.compare(written, held) === 'covered') {
+    // Where `covered` is no proof of shared history (MariaDB: a new primary's sequence numbers
+    // pass a lost write's), the verdict below is asked even then; it is synchronous and usually
+    // answered from the monitor's sample, with no round trip.
+    if (
+      held === undefined ||
+      (codec.compare(written, held) === 'covered' && !this.adapter.coveredNeedsVerdict)
+    ) {
       session.raise(this.cluster, codec, written);
       return undefined;
     }

@@ -64,3 +64,44 @@ describe('a wait ends only on a replica on the primary history (invariant 9)', (
     });
   }
 });
+
+describe('a write after a failover where the new primary numbers past the lost write (MariaDB)', () => {
+  /** 1.12 was lost with the old primary; the new one's own numbering has passed it. */
+  function numberedPast(a: ScriptedAdapter, coveredNeedsVerdict: boolean): void {
+    const adapter = a as ScriptedAdapter & {
+      coveredNeedsVerdict?: boolean;
+      classifyAgainstPrimary?: (
+        primary: CounterPosition,
+        required: CounterPosition,
+      ) => PrimaryVerdict;
+    };
+    adapter.coveredNeedsVerdict = coveredNeedsVerdict;
+    adapter.classifyAgainstPrimary = (_primary, required) =>
+      required.seq === 12 ? 'other-history' : 'ok';
+    a.primary.position = cp('1.20');
+  }
+
+  it('asks the verdict although the write "covers" the held position, and reports the loss', async () => {
+    const f = await routerFixture({ configure: (a) => numberedPast(a, true) });
+    const probes = f.adapter.calls.probes.length;
+    const session = sessionAt('1.12');
+    const { lostWrite } = await f.clock.run(f.router.writeDetailed(session, async () => 'ok'));
+    expect(lostWrite).toEqual({ cluster: 'default', position: '1.12', verdict: 'other-history' });
+    expect(f.router.metrics().lostWrites).toBe(1);
+    // A position that is not lost still costs no primary probe (the verdict is synchronous).
+    const kept = sessionAt('1.15');
+    const second = await f.clock.run(f.router.writeDetailed(kept, async () => 'ok'));
+    expect(second.lostWrite).toBeUndefined();
+    expect(f.adapter.calls.probes.slice(probes).filter((p) => p.target === 'primary')).toHaveLength(
+      1,
+    );
+  });
+
+  it('control: trusting `covered` merges the lost position away without a word', async () => {
+    const f = await routerFixture({ configure: (a) => numberedPast(a, false) });
+    const session = sessionAt('1.12');
+    const { lostWrite } = await f.clock.run(f.router.writeDetailed(session, async () => 'ok'));
+    expect(lostWrite).toBeUndefined();
+    expect(f.router.metrics().lostWrites).toBe(0);
+  });
+});

@@ -98,6 +98,23 @@ export const promotedBehindStaleConfig: Scenario = {
     );
     const servedByPromoted = stale.reads.filter((r) => r.target === promoted).length;
 
+    // Then the operator reconfigures: the session's first request there is a write. Its position
+    // (R's numbering, past W's) "covers" T; the router must still report W as lost.
+    const current = await ctx.router();
+    let lostWriteOutcome: string;
+    let lostWriteReported = false;
+    try {
+      const w2 = newOrder(ctx, w.customer, 'first write after the reconfiguration');
+      const { lostWrite } = await current.router.writeDetailed(carried(), (c) =>
+        workload.insertOrder(c, w2),
+      );
+      lostWriteReported = lostWrite !== undefined;
+      lostWriteOutcome =
+        lostWrite === undefined ? 'no lostWrite' : `lostWrite ${lostWrite.verdict}`;
+    } catch (error) {
+      lostWriteOutcome = errorCode(error);
+    }
+
     // Control: an app that reads R as a replica sees the session's own write missing, silently.
     let controlMisses = 0;
     const controlOutcomes: string[] = [];
@@ -120,6 +137,7 @@ export const promotedBehindStaleConfig: Scenario = {
         waits: m.waits,
         other_history_detected: m.otherHistory,
         reads_on_promoted: servedByPromoted,
+        lost_write_reported: lostWriteReported ? 1 : 0,
         promoted_below_sample: belowSample ? 1 : 0,
       },
       checks: [
@@ -137,6 +155,11 @@ export const promotedBehindStaleConfig: Scenario = {
           'never-served-without-w',
           servedWithoutW === 0 && servedByPromoted === 0,
           `W's token through the router that still names ${oldPrimary} as primary: ${JSON.stringify(tally(outcomes))}; ${servedByPromoted} read(s) ran on ${promoted} (history there: ${promotedHistory})`,
+        ),
+        check(
+          'write-after-reconfiguration-reports-w-lost',
+          lostWriteReported,
+          `the session's first write through a router of the new topology: ${lostWriteOutcome} (expected a lostWrite for T)`,
         ),
         check(
           'control-misses-w',
