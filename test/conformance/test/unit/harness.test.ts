@@ -132,9 +132,9 @@ describe('scenario list', () => {
     expect(() => selectScenarios('contract-nope')).toThrow(/Unknown scenario/);
   });
 
-  it('has the fourteen scenarios with unique names; topology changes get fresh clusters', () => {
+  it('has the fifteen scenarios with unique names; topology changes get fresh clusters', () => {
     const names = scenarios.map((s) => s.name);
-    expect(new Set(names).size).toBe(14);
+    expect(new Set(names).size).toBe(15);
     expect(scenarios.filter((s) => s.freshCluster).map((s) => s.name)).toEqual([
       'replica-killed',
       'promotion-lost-write',
@@ -142,6 +142,7 @@ describe('scenario list', () => {
       'lost-write-replica-follows',
       'history-check-unavailable',
       'write-after-failover',
+      'promoted-behind-stale-config',
       'replica-cut-off',
     ]);
   });
@@ -161,6 +162,7 @@ describe('scenario list', () => {
       'lost-write-replica-follows': ['kill', 'promote-partial', 'follow-diverged'],
       'history-check-unavailable': ['kill', 'promote-partial', 'freeze'],
       'write-after-failover': ['kill', 'promote-partial'],
+      'promoted-behind-stale-config': ['kill', 'promote', 'primary-by-address'],
       'replica-cut-off': ['cut-off'],
     });
   });
