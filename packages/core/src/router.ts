@@ -617,8 +617,10 @@ export class Router<P, C> {
     this.assertOpen();
     const started = this.clock.now();
     return this.reportingReadError(started, async () => {
-      const routed = await this.readRouted(session, options, started, (decided) =>
-        this.runRead(decided, fn, options),
+      const routed = await this.confirmPrimaryRead(
+        await this.readRouted(session, options, started, (decided) =>
+          this.runRead(decided, fn, options),
+        ),
       );
       const decision = await this.finishRead(session, routed, routed.result.observed, started);
       const { value } = routed.result;
@@ -1272,6 +1274,11 @@ export class Router<P, C> {
     if (sampled !== undefined && this.adapter.codec.compare(sampled, required) === 'covered') {
       return 'ok';
     }
+    return this.checkAgainstFreshPrimary(required);
+  }
+
+  /** {@link checkAgainstPrimary} without trusting the sample: the primary is probed first. */
+  private async checkAgainstFreshPrimary(required: P): Promise<PrimaryVerdict | CheckFailed> {
     let fresh: P | undefined;
     try {
       fresh = await this.monitor.refreshPrimary();
@@ -1284,6 +1291,45 @@ export class Router<P, C> {
     } catch (error) {
       return new CheckFailed(error);
     }
+  }
+
+  /**
+   * A primary read served as fresh must have run on the history its verdict was about. Where the
+   * adapter's primary connection follows elections by itself (MongoDB's replica-set client), the
+   * read can run on a member elected after the sample the verdict trusted; the position the
+   * server returned with the result then does not cover the session's (another term), and the
+   * position is judged again against a fresh primary probe before the answer counts as fresh.
+   * Adapters that return no `observed` for primary reads (the SQL ones: their primary connection
+   * names one server) are never asked again.
+   */
+  private async confirmPrimaryRead<X extends { readonly observed?: P | undefined }>(
+    routed: Routed<P, X>,
+  ): Promise<Routed<P, X>> {
+    const { route, token } = routed.final;
+    const observed = routed.result.observed;
+    if (
+      route.target !== PRIMARY ||
+      route.stale ||
+      route.keepSession ||
+      route.reason === 'primary-other-history' ||
+      token.kind !== 'position' ||
+      observed === undefined ||
+      this.adapter.codec.compare(observed, token.position) === 'covered'
+    ) {
+      return routed;
+    }
+    const verdict = await this.checkAgainstFreshPrimary(token.position);
+    if (verdict === 'ok') return routed;
+    const next =
+      verdict === 'other-history'
+        ? this.onOtherHistory(token.position)
+        : this.onHistoryUnverified(
+            verdict instanceof CheckFailed
+              ? verdict.cause
+              : new Error('the primary that served the read has not issued the position'),
+          );
+    // The read has run; only its label and what it may raise change (a slot is not held again).
+    return { ...routed, final: { route: { ...next, release: undefined }, token } };
   }
 
   /**

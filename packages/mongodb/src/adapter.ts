@@ -1,4 +1,4 @@
-import { ConfigError, TidemarkError } from '@tidemark/core';
+import { ConfigError, PRIMARY, TidemarkError } from '@tidemark/core';
 import {
   type Adapter,
   AdapterLifecycle,
@@ -40,6 +40,7 @@ import { MajorityWriteConcernRequiredError, MongoErrorCode, unexpectedReply } fr
 import { HistoryBook, historyAwareCodec } from './history.js';
 import { directMemberUri } from './member-uri.js';
 import { compareTimes, type MongoPosition, type MongoTime } from './position.js';
+import { PrimaryTerms } from './primary-terms.js';
 import { readOnlyClient } from './read-only.js';
 import { SessionTrips } from './session-trips.js';
 import { WriteTerms } from './write-terms.js';
@@ -173,6 +174,8 @@ class MongoClusterAdapter implements MongoAdapter {
   /** Newest term seen in a primary probe, for writes whose reply named none. */
   private knownTerm = 0;
   private readonly writeTerms: WriteTerms;
+  /** Which primary ran a primary read, so its observed position carries that primary's term. */
+  private readonly primaryTerms = new PrimaryTerms();
   private readonly history: HistoryBook;
   private readonly heartbeatMaxAgeMs: number;
   /** Latest heartbeat position per replica id, with the time it arrived. */
@@ -201,6 +204,7 @@ class MongoClusterAdapter implements MongoAdapter {
     this.primary = new ClientSlot(() => {
       const client = mongoClient(options.uri, { ...options.clientOptions, monitorCommands: true });
       this.writeTerms.listen(client);
+      this.primaryTerms.listen(client);
       return listened(client);
     });
     const w = this.primary.client.options.writeConcern?.w;
@@ -266,6 +270,8 @@ class MongoClusterAdapter implements MongoAdapter {
     this.trips.read.operations++;
     const session = client.startSession({ causalConsistency: true });
     this.sessionTrips.start(session, this.trips.read);
+    const onPrimary = target === PRIMARY;
+    if (onPrimary) this.primaryTerms.watch(session.id);
     try {
       const required = context.required;
       if (required) {
@@ -275,12 +281,18 @@ class MongoClusterAdapter implements MongoAdapter {
       const readOnly = readOnlyClient(client);
       const connection = { client: readOnly, db: readOnly.db(this.database), session, signal };
       const value = await untilAborted(fn(connection), signal);
-      const observed = this.positionOf(session, 0);
+      // On the primary, the term of the member that ran the read: the replica-set client may
+      // have followed an election the router has not sampled yet, and the term is what tells the
+      // router so (its observed position then does not cover an earlier term's write until the
+      // new primary's oplog confirms it). A replica's newest entry has no term known here.
+      const term = onPrimary ? (this.primaryTerms.take(session.id) ?? 0) : 0;
+      const observed = this.positionOf(session, term);
       return observed === undefined ? { value } : { value, observed };
     } catch (error) {
       this.replaceAfter(slot, client, error);
       throw error;
     } finally {
+      if (onPrimary) this.primaryTerms.take(session.id);
       this.sessionTrips.stop(session);
       // After an abort the operation may still be running: do not wait for it to end the session.
       if (signal?.aborted) void session.endSession().catch(() => undefined);

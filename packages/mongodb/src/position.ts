@@ -113,7 +113,13 @@ export const mongoPositionCodec: PositionCodec<MongoPosition> = {
 
   merge(a, b) {
     const order = compareTimes(a.time, b.time);
-    const newer = order >= 0 ? a : b;
+    // Two known terms: the later term's history is the one the replica set follows now. Every
+    // entry of an earlier term that survived an election is older than the later term's first
+    // entry, so an earlier-term position timed past a later-term one was rolled back; keeping it
+    // by time would hold a position no member will ever reach again (as PostgreSQL's merge keeps
+    // the newer timeline). Otherwise the later term's position is also the later in time.
+    const termsDiffer = a.term !== 0 && b.term !== 0 && a.term !== b.term;
+    const newer = termsDiffer ? (a.term > b.term ? a : b) : order >= 0 ? a : b;
     const clusterTime = newerClusterTime(a.clusterTime, b.clusterTime);
     // The term belongs to the newer time: pairing it with another position's term would name
     // an oplog entry that does not exist. A read's position has no term (0): history checks of

@@ -48,17 +48,46 @@ describe('mongoPositionCodec', () => {
     expect(codec.encode({ time: { t: 1_796_220_931, i: 2 }, term: 1 })).toBe('tpf8xv.2.1');
   });
 
-  it('merge is the least upper bound: commutative, idempotent, covers both inputs', () => {
+  it('merge is the least upper bound within one history: commutative, idempotent, covers both', () => {
+    let acrossTerms = 0;
     for (let n = 0; n + 1 < samples.length; n += 2) {
       const a = samples[n]!;
       const b = samples[n + 1]!;
       const ab = codec.merge(a, b);
       expect(codec.encode(ab)).toBe(codec.encode(codec.merge(b, a)));
       expect(codec.encode(codec.merge(a, a))).toBe(codec.encode(a));
+      expect(compareTimes(ab.time, a.time) === 0 || compareTimes(ab.time, b.time) === 0).toBe(true);
+      const [earlier, later] = a.term <= b.term ? [a, b] : [b, a];
+      if (
+        earlier.term !== 0 &&
+        earlier.term !== later.term &&
+        compareTimes(earlier.time, later.time) > 0
+      ) {
+        // The earlier term's position is timed past the later term's: it was rolled back, and
+        // the merge is the later term's position (the history the set follows now).
+        acrossTerms++;
+        expect(ab.time).toEqual(later.time);
+        expect(ab.term).toBe(later.term);
+        expect(codec.compare(ab, earlier)).toBe('behind');
+        continue;
+      }
       expect(codec.compare(ab, a)).toBe('covered');
       expect(codec.compare(ab, b)).toBe('covered');
-      expect(compareTimes(ab.time, a.time) === 0 || compareTimes(ab.time, b.time) === 0).toBe(true);
     }
+    expect(acrossTerms).toBeGreaterThan(0);
+  });
+
+  it('merge keeps the later term across an election, even when a rolled-back write is later in time', () => {
+    const rolledBack: MongoPosition = { time: { t: 100, i: 7 }, term: 1 };
+    const newPrimary: MongoPosition = { time: { t: 100, i: 3 }, term: 2 };
+    expect(codec.merge(rolledBack, newPrimary)).toEqual(newPrimary);
+    expect(codec.merge(newPrimary, rolledBack)).toEqual(newPrimary);
+    // A term-1 write before the election is covered by the new term's later position.
+    const kept: MongoPosition = { time: { t: 99, i: 1 }, term: 1 };
+    expect(codec.merge(kept, newPrimary)).toEqual(newPrimary);
+    // A position without a term (a replica's observation) still merges by time.
+    const untermed: MongoPosition = { time: { t: 101, i: 0 }, term: 0 };
+    expect(codec.merge(untermed, newPrimary)).toEqual(untermed);
   });
 
   it('compares by operation time: equal covers, one increment less is behind', () => {

@@ -4,6 +4,7 @@
 import {
   ConfigError,
   ErrorCode,
+  PRIMARY,
   ReplicasBehindError,
   Router,
   type RouterOptions,
@@ -425,5 +426,42 @@ describe('monotonic reads and monitoring (simulator)', () => {
     expect(uncached.probesFromHeartbeats).toBe(0);
     expect(uncached.probesOverNetwork).toBeGreaterThan(10);
     expect(cached.probesFromHeartbeats).toBeGreaterThan(cached.probesOverNetwork);
+  });
+
+  it("a primary read's observed position carries the term of the primary that ran it, across an election", async () => {
+    // Its own simulator: the election kills the shared one's primary.
+    const own = await MongoReplicaSetSimulator.start({ bson: BSON as never });
+    const adapter = createMongoAdapter({
+      uri: `${own.uri}&w=1&serverSelectionTimeoutMS=5000&heartbeatFrequencyMS=500`,
+      database: DATABASE,
+      replicas: { secondary1: own.member('secondary1').host },
+      allowNonMajorityWrites: true,
+    });
+    try {
+      const readPrimary = () =>
+        adapter.read(
+          PRIMARY,
+          ({ db, session: s }) => db.collection('items').findOne({}, { session: s }),
+          { observe: false },
+        );
+      await adapter.write(({ db, session: s }) =>
+        db.collection('items').insertOne({ key: 'term-1' }, { session: s }),
+      );
+      expect((await readPrimary()).observed?.term).toBe(1);
+      await own.promote('secondary1');
+      // The replica-set client finds the new primary by itself (the old one is down).
+      const after = await readPrimary();
+      expect(after.observed?.term).toBe(2);
+      // A replica's read names no term: its newest entry's term is not known when it answers.
+      const onReplica = await adapter.read(
+        'secondary1',
+        ({ db, session: s }) => db.collection('items').findOne({}, { session: s }),
+        { observe: false },
+      );
+      expect(onReplica.observed?.term).toBe(0);
+    } finally {
+      await adapter.close();
+      await own.stop();
+    }
   });
 });

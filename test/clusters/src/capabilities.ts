@@ -19,7 +19,6 @@ const OPERATIONS: Record<ClusterCapability, string> = {
   freeze: 'freeze/thaw',
   rejoin: 'rejoin',
   'follow-diverged': 'promote re-pointing a replica that holds writes the new primary lacks',
-  'primary-by-address': 'a primary connection that names one server (not the replica set)',
 };
 
 /** Throw the error of an operation the cluster does not support (capability missing). */
@@ -54,15 +53,11 @@ export function unsupportedBy(
 /**
  * What a cluster of our own (local processes or containers) of a target's kind can stage: every
  * staging capability, plus `follow-diverged` where the database lets a replica follow a new
- * primary while it holds writes that primary lacks (MySQL only), and `primary-by-address` where
- * the app's primary connection names one server (the SQL databases).
+ * primary while it holds writes that primary lacks (MySQL only).
  */
 export function ownClusterCapabilities(kind: string): ReadonlySet<ClusterCapability> {
   const byDatabase: ClusterCapability[] = [];
   if (kind === 'mysql') byDatabase.push('follow-diverged');
-  if (kind === 'mysql' || kind === 'mariadb' || kind === 'postgres') {
-    byDatabase.push('primary-by-address');
-  }
   return capabilitySet(...STAGING_CAPABILITIES, ...byDatabase);
 }
 

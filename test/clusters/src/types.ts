@@ -39,8 +39,7 @@ export type ClusterCapability =
   | 'cut-off'
   | 'freeze'
   | 'rejoin'
-  | 'follow-diverged'
-  | 'primary-by-address';
+  | 'follow-diverged';
 
 /** What every cluster this package starts itself can stage (local processes, containers). */
 export const STAGING_CAPABILITIES: readonly ClusterCapability[] = [
@@ -53,16 +52,10 @@ export const STAGING_CAPABILITIES: readonly ClusterCapability[] = [
   'rejoin',
 ];
 
-/**
- * Every capability; `follow-diverged` and `primary-by-address` depend on the database, not on
- * how it was started. `primary-by-address`: an app's primary connection names one server, so an
- * app instance not told of a failover still sends its primary traffic to the old primary (SQL
- * databases). A MongoDB driver follows the replica set's primary by itself: no such instance.
- */
+/** Every capability; `follow-diverged` depends on the database, not on how it was started. */
 export const ALL_CAPABILITIES: readonly ClusterCapability[] = [
   ...STAGING_CAPABILITIES,
   'follow-diverged',
-  'primary-by-address',
 ];
 
 export interface PromoteOptions {

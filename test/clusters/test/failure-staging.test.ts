@@ -80,13 +80,10 @@ describe.each(stagingTargets())(`failure staging on ${PROVIDER} %s`, (target) =>
     await cluster?.teardown();
   });
 
-  it('declares every staging capability, follow-diverged for MySQL only, primary-by-address for SQL', () => {
+  it('declares every staging capability, follow-diverged for MySQL only', () => {
     const expected = [
       ...STAGING_CAPABILITIES,
       ...(cluster.flavour === 'mysql' ? (['follow-diverged'] as const) : []),
-      ...(['postgres', 'mysql', 'mariadb'].includes(cluster.flavour)
-        ? (['primary-by-address'] as const)
-        : []),
     ].sort();
     expect([...cluster.capabilities].sort()).toEqual(expected);
     expect([...providerCapabilities(PROVIDER, target)].sort()).toEqual(expected);

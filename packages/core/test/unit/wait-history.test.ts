@@ -10,10 +10,13 @@ afterEach(closeFixtures);
 const PROMOTED_OWN_WRITES = 50;
 
 /**
- * A verdict as MariaDB's: one sequence number per domain, so the codec calls a promoted node's
- * newer writes `covered`, and only the verdict against the primary tells they are another history.
+ * A verdict as MariaDB's: one sequence number per domain, so the codec calls a newer position
+ * `covered`, and only the adapter's verdict against the primary (`lost`) tells another history.
  */
-function promotedNodeVerdict(a: ScriptedAdapter, judged: boolean): void {
+function verdictLike(
+  a: ScriptedAdapter,
+  options: { coveredNeedsVerdict: boolean; primary: string; lost: (seq: number) => boolean },
+): void {
   const adapter = a as ScriptedAdapter & {
     coveredNeedsVerdict?: boolean;
     classifyAgainstPrimary?: (
@@ -21,10 +24,19 @@ function promotedNodeVerdict(a: ScriptedAdapter, judged: boolean): void {
       required: CounterPosition,
     ) => PrimaryVerdict;
   };
-  adapter.coveredNeedsVerdict = true;
+  adapter.coveredNeedsVerdict = options.coveredNeedsVerdict;
   adapter.classifyAgainstPrimary = (_primary, required) =>
-    judged && required.seq >= PROMOTED_OWN_WRITES ? 'other-history' : 'ok';
-  a.primary.position = cp('1.12');
+    options.lost(required.seq) ? 'other-history' : 'ok';
+  a.primary.position = cp(options.primary);
+}
+
+/** A node promoted behind the app's back: its own writes (from 1.50 on) are another history. */
+function promotedNodeVerdict(a: ScriptedAdapter, judged: boolean): void {
+  verdictLike(a, {
+    coveredNeedsVerdict: true,
+    primary: '1.12',
+    lost: (seq) => judged && seq >= PROMOTED_OWN_WRITES,
+  });
 }
 
 describe('a wait ends only on a replica on the primary history (invariant 9)', () => {
@@ -68,17 +80,7 @@ describe('a wait ends only on a replica on the primary history (invariant 9)', (
 describe('a write after a failover where the new primary numbers past the lost write (MariaDB)', () => {
   /** 1.12 was lost with the old primary; the new one's own numbering has passed it. */
   function numberedPast(a: ScriptedAdapter, coveredNeedsVerdict: boolean): void {
-    const adapter = a as ScriptedAdapter & {
-      coveredNeedsVerdict?: boolean;
-      classifyAgainstPrimary?: (
-        primary: CounterPosition,
-        required: CounterPosition,
-      ) => PrimaryVerdict;
-    };
-    adapter.coveredNeedsVerdict = coveredNeedsVerdict;
-    adapter.classifyAgainstPrimary = (_primary, required) =>
-      required.seq === 12 ? 'other-history' : 'ok';
-    a.primary.position = cp('1.20');
+    verdictLike(a, { coveredNeedsVerdict, primary: '1.20', lost: (seq) => seq === 12 });
   }
 
   it('asks the verdict although the write "covers" the held position, and reports the loss', async () => {

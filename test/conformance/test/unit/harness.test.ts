@@ -162,7 +162,7 @@ describe('scenario list', () => {
       'lost-write-replica-follows': ['kill', 'promote-partial', 'follow-diverged'],
       'history-check-unavailable': ['kill', 'promote-partial', 'freeze'],
       'write-after-failover': ['kill', 'promote-partial'],
-      'promoted-behind-stale-config': ['kill', 'promote', 'primary-by-address'],
+      'promoted-behind-stale-config': ['kill', 'promote'],
       'replica-cut-off': ['cut-off'],
     });
   });
