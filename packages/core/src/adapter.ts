@@ -112,6 +112,15 @@ export interface Adapter<P, C> {
       ) => Promise<WaitOutcome<P>>)
     | undefined;
   /**
+   * How long a bounded wait watches a replica with fast probes before it asks the server to wait
+   * (`waitFor`). Optional, default 0 (the server waits at once). For servers whose wait wakes
+   * later than a sub-millisecond probe finds the same position (PostgreSQL 19's WAIT FOR LSN on
+   * a busy machine), so that waits of about one replay lag end at probe speed and only longer
+   * ones (replay paused or far behind) hold one server-side wait instead of probing throughout.
+   * Read at call time.
+   */
+  readonly probeBeforeWaitMs?: number | undefined;
+  /**
    * Decide whether a position the primary does not cover was lost in a failover
    * (`other-history`) or never issued by this cluster (`impossible`). Optional: by default the
    * codec's comparison with the primary decides (`behind` means impossible). Adapters whose

@@ -20,7 +20,7 @@ export const SERVER_SIDE_MAX_WAITERS = 16;
 
 export interface CatchUpWatchersOptions<P> {
   /** Read at call time: an adapter may learn only from its probes that its servers can wait. */
-  readonly adapter: Pick<Adapter<P, unknown>, 'waitFor'>;
+  readonly adapter: Pick<Adapter<P, unknown>, 'waitFor' | 'probeBeforeWaitMs'>;
   readonly codec: PositionCodec<P>;
   readonly monitor: ReplicaMonitor<P>;
   readonly clock: Clock;
@@ -60,6 +60,8 @@ export interface CatchUp {
 /** @internal One waiting read, registered with the watcher of each of its candidates. */
 export interface Waiter<P> {
   readonly required: P;
+  /** Clock time at which the read started waiting. */
+  readonly since: number;
   readonly deadline: number;
   readonly serverSideOn: string | undefined;
   readonly watchers: Watcher<P>[];
@@ -107,6 +109,7 @@ export class CatchUpWatchers<P> {
     return new Promise<CatchUp>((resolve) => {
       const waiter: Waiter<P> = {
         required: request.required,
+        since: this.options.clock.now(),
         deadline: request.deadline,
         serverSideOn: request.serverSideOn,
         watchers: [],
@@ -310,8 +313,29 @@ class Watcher<P> {
       !this.probesOnly &&
       this.serverSideWanted > 0 &&
       this.waiters.size < this.owner.serverSideMaxWaiters &&
-      this.owner.options.adapter.waitFor !== undefined
+      this.owner.options.adapter.waitFor !== undefined &&
+      this.probedLongEnough()
     );
+  }
+
+  /**
+   * Has a read that asked for a server-side wait here been watched by probes for the adapter's
+   * `probeBeforeWaitMs`? Until then probes answer it (see Adapter.probeBeforeWaitMs).
+   */
+  private probedLongEnough(): boolean {
+    const first = this.owner.options.adapter.probeBeforeWaitMs ?? 0;
+    if (!(first > 0)) return true;
+    const since = this.owner.options.clock.now() - first;
+    for (const waiter of this.waiters) {
+      if (
+        waiter.serverSideOn === this.id &&
+        waiter.reachedOn === undefined &&
+        waiter.since <= since
+      ) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** One server-side wait for the lowest position waited for, until the earliest deadline. */

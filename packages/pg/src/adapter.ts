@@ -23,6 +23,7 @@ import {
   requireOptionsObject,
   TransactionLeftOpenError,
   urlOrObject,
+  validateNonNegative,
   validateOneOf,
   validatePoolSize,
   validateReplicas,
@@ -66,6 +67,13 @@ export interface PgAdapterOptions {
    * `poll`: never wait server-side.
    */
   wait?: 'auto' | 'poll';
+  /**
+   * With `WAIT FOR LSN`: how long a bounded wait first watches the replica with fast probes
+   * before it waits server-side (ms). WAIT FOR LSN wakes later than a sub-millisecond probe finds
+   * the same LSN, so waits of about one replay lag are served faster by probes; longer waits
+   * (replay paused or far behind) then hold one server-side wait. Default 5.
+   */
+  probeBeforeWaitMs?: number;
   /** Max connections per pool (unless a pool config sets `max`). Default 10. */
   poolSize?: number;
   /**
@@ -132,6 +140,7 @@ class PgClusterAdapter implements PgAdapter {
   readonly codec: PositionCodec<PgPosition> = createPgCodec(this.history);
   readonly replicas: readonly string[];
   private readonly waitMode: 'auto' | 'poll';
+  readonly probeBeforeWaitMs: number;
   private readonly preparedProbes: boolean;
   private readonly pools: PoolSet<pg.Pool>;
   private readonly trips = new RoundTripCounters();
@@ -150,6 +159,7 @@ class PgClusterAdapter implements PgAdapter {
     validateOptions(options);
     const max = validatePoolSize(options.poolSize);
     this.waitMode = options.wait ?? 'auto';
+    this.probeBeforeWaitMs = options.probeBeforeWaitMs ?? 5;
     this.preparedProbes = options.preparedProbes ?? true;
     const monitor = {
       readOnly: true,
@@ -466,6 +476,7 @@ function validateOptions(options: PgAdapterOptions): void {
   validateReplicas(options.replicas, 'URLs or pool configs', checkSource);
   validatePoolSize(options.poolSize);
   validateOneOf('wait', options.wait, ['auto', 'poll']);
+  validateNonNegative('probeBeforeWaitMs', options.probeBeforeWaitMs);
   if (options.preparedProbes !== undefined && typeof options.preparedProbes !== 'boolean') {
     throw new ConfigError(
       `preparedProbes must be true or false, got ${JSON.stringify(options.preparedProbes)}.`,

@@ -126,6 +126,8 @@ export class ScriptedAdapter implements Adapter<CounterPosition, ScriptedConnect
   // Declared, not initialised: the router must see these as absent unless configured.
   declare waitFor?: NonNullable<Adapter<CounterPosition, ScriptedConnection>['waitFor']>;
   declare isRetryable?: (error: unknown) => boolean;
+  /** Unset unless a test sets it (see Adapter.probeBeforeWaitMs). */
+  probeBeforeWaitMs?: number;
   private readonly clock: Clock;
   private readonly nodes = new Map<string, ScriptedReplica>();
   /** Held probes per replica: the gate they wait on and the function that opens it. */

@@ -197,6 +197,45 @@ describe('one watcher per replica, not one probe loop per read', () => {
     expect(f.clock.pendingSleeps()).toBe(0);
   });
 
+  describe('probeBeforeWaitMs: fast probes first, the server-side wait only for longer waits', () => {
+    async function caughtUpAt(ms: number, probeBeforeWaitMs: number | undefined) {
+      const f = await routerFixture({
+        replicas: ['r1'],
+        configure: (a) => {
+          a.primary.position = cp('1.12');
+          if (probeBeforeWaitMs !== undefined) a.probeBeforeWaitMs = probeBeforeWaitMs;
+        },
+      });
+      f.clock.at(ms, () => (f.adapter.replica('r1').applied = cp('1.12')));
+      const before = f.adapter.probeCount('r1');
+      const start = f.clock.now();
+      const { decision } = await f.read(sessionAt('1.12'));
+      const waitsAt = f.adapter.calls.waits.map((w) => w.at - start);
+      return { f, decision, waitsAt, probes: f.adapter.probeCount('r1') - before };
+    }
+
+    it('a replica that applies the position within the window is found by probes: no server-side wait', async () => {
+      const { f, decision, probes } = await caughtUpAt(3, 5);
+      expect(decision).toMatchObject({ target: 'r1', reason: 'replica-waited', waitedMs: 3 });
+      expect(f.adapter.calls.waits).toHaveLength(0);
+      expect(probes).toBe(4); // at 0, 1, 2 and 3 ms
+    });
+
+    it('a longer wait probes for the window, then holds one server-side wait', async () => {
+      const { decision, waitsAt, probes } = await caughtUpAt(30, 5);
+      expect(decision).toMatchObject({ target: 'r1', reason: 'replica-waited', waitedMs: 30 });
+      expect(waitsAt).toEqual([5]);
+      expect(probes).toBe(5); // 0-4 ms, then the server waits
+    });
+
+    it('control: without the window the server waits at once and no probe runs', async () => {
+      const { f, decision, probes } = await caughtUpAt(3, undefined);
+      expect(decision).toMatchObject({ target: 'r1', reason: 'replica-waited', waitedMs: 3 });
+      expect(f.adapter.calls.waits).toHaveLength(1);
+      expect(probes).toBe(0);
+    });
+  });
+
   it('from 16 waiting reads on, the watcher probes instead of waiting on the server', async () => {
     const f = await routerFixture({
       replicas: ['r1'],

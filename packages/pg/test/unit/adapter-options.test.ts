@@ -14,6 +14,8 @@ describe('createPgAdapter options', () => {
     ['poolSize 0', { primary: url, replicas: {}, poolSize: 0 }],
     ['poolSize 1.5', { primary: url, replicas: {}, poolSize: 1.5 }],
     ['an unknown wait mode', { primary: url, replicas: {}, wait: 'server' }],
+    ['a negative probeBeforeWaitMs', { primary: url, replicas: {}, probeBeforeWaitMs: -1 }],
+    ['probeBeforeWaitMs NaN', { primary: url, replicas: {}, probeBeforeWaitMs: Number.NaN }],
   ])('rejects %s', (_name, options) => {
     expect(() => createPgAdapter(options as unknown as PgAdapterOptions)).toThrow(ConfigError);
   });
@@ -25,6 +27,11 @@ describe('createPgAdapter options', () => {
     });
     expect(adapter.replicas).toEqual(['b', 'a']);
     expect(adapter.codec.kind).toBe('pg');
+    // Waits of about one replay lag are found by probes before WAIT FOR LSN is sent.
+    expect(adapter.probeBeforeWaitMs).toBe(5);
+    expect(
+      createPgAdapter({ primary: url, replicas: {}, probeBeforeWaitMs: 0 }).probeBeforeWaitMs,
+    ).toBe(0);
     // The server version is unknown until a probe: the router polls instead of waiting.
     const signal = new AbortController().signal;
     const somewhere = { timeline: 1, lsn: 1n };
