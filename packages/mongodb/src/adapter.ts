@@ -285,14 +285,14 @@ class MongoClusterAdapter implements MongoAdapter {
       // have followed an election the router has not sampled yet, and the term is what tells the
       // router so (its observed position then does not cover an earlier term's write until the
       // new primary's oplog confirms it). A replica's newest entry has no term known here.
-      const term = onPrimary ? (this.primaryTerms.take(session.id) ?? 0) : 0;
+      const term = onPrimary ? (this.primaryTerms.termOf(session.id) ?? 0) : 0;
       const observed = this.positionOf(session, term);
       return observed === undefined ? { value } : { value, observed };
     } catch (error) {
       this.replaceAfter(slot, client, error);
       throw error;
     } finally {
-      if (onPrimary) this.primaryTerms.take(session.id);
+      if (onPrimary) this.primaryTerms.forget(session.id);
       this.sessionTrips.stop(session);
       // After an abort the operation may still be running: do not wait for it to end the session.
       if (signal?.aborted) void session.endSession().catch(() => undefined);

@@ -5,14 +5,8 @@
 // (command monitoring names its address) and the term each server announced as primary in its
 // last heartbeat (`electionId`, else `lastWrite.opTime.t`). No extra round trip.
 
-import type {
-  CommandFailedEvent,
-  CommandStartedEvent,
-  CommandSucceededEvent,
-  MongoClient,
-  ServerHeartbeatSucceededEvent,
-} from 'mongodb';
-import { sessionKey } from './write-terms.js';
+import type { MongoClient, ServerHeartbeatSucceededEvent } from 'mongodb';
+import { followSessionCommands, sessionKey } from './session-commands.js';
 
 /** mongod's election id under protocol version 1: `7fffffff` then the term in 16 hex digits. */
 const PV1_ELECTION_ID = /^7fffffff([0-9a-f]{16})$/i;
@@ -40,7 +34,6 @@ export class PrimaryTerms {
   private readonly termByAddress = new Map<string, number>();
   /** Address of the last command that succeeded, per watched session. */
   private readonly servedBy = new Map<string, string | undefined>();
-  private readonly pending = new Map<number, string>();
 
   /** Listen on a client created with `monitorCommands: true` (each replacement client too). */
   listen(client: MongoClient): void {
@@ -50,19 +43,12 @@ export class PrimaryTerms {
       if (term === undefined) this.termByAddress.delete(address);
       else this.termByAddress.set(address, term);
     });
-    client.on('commandStarted', (event: CommandStartedEvent) => {
-      if (this.servedBy.size === 0) return;
-      const key = sessionKey(event.command.lsid);
-      if (key !== undefined && this.servedBy.has(key)) this.pending.set(event.requestId, key);
-    });
-    client.on('commandSucceeded', (event: CommandSucceededEvent) => {
-      const key = this.pending.get(event.requestId);
-      if (key === undefined) return;
-      this.pending.delete(event.requestId);
-      if (this.servedBy.has(key)) this.servedBy.set(key, event.address.toLowerCase());
-    });
-    client.on('commandFailed', (event: CommandFailedEvent) => {
-      this.pending.delete(event.requestId);
+    followSessionCommands(client, {
+      interested: () => this.servedBy.size > 0,
+      started: (key) => this.servedBy.has(key),
+      succeeded: (key, event) => {
+        if (this.servedBy.has(key)) this.servedBy.set(key, event.address.toLowerCase());
+      },
     });
   }
 
@@ -73,14 +59,18 @@ export class PrimaryTerms {
   }
 
   /**
-   * Stop watching `lsid`: the term of the primary that ran its last successful command, or
-   * undefined when that is unknown (no command succeeded, or its server announced no term).
+   * The term of the primary that ran `lsid`'s last successful command, or undefined when that
+   * is unknown (no command succeeded, or its server announced no term).
    */
-  take(lsid: unknown): number | undefined {
+  termOf(lsid: unknown): number | undefined {
     const key = sessionKey(lsid);
-    if (key === undefined) return undefined;
-    const address = this.servedBy.get(key);
-    this.servedBy.delete(key);
+    const address = key === undefined ? undefined : this.servedBy.get(key);
     return address === undefined ? undefined : this.termByAddress.get(address);
+  }
+
+  /** Stop watching `lsid` (the driver pools session ids). */
+  forget(lsid: unknown): void {
+    const key = sessionKey(lsid);
+    if (key !== undefined) this.servedBy.delete(key);
   }
 }

@@ -1,6 +1,6 @@
 import type { TripCounter } from '@tidemark/core/adapter';
-import type { ClientSession, CommandStartedEvent, MongoClient } from 'mongodb';
-import { sessionKey } from './write-terms.js';
+import type { ClientSession, MongoClient } from 'mongodb';
+import { followSessionCommands, sessionKey } from './session-commands.js';
 
 /**
  * Counts the commands each read or write sends in its session: command monitoring names the
@@ -12,11 +12,13 @@ export class SessionTrips {
 
   /** Listen on a client created with `monitorCommands: true`. */
   listen(client: MongoClient): void {
-    client.on('commandStarted', (event: CommandStartedEvent) => {
-      if (this.counters.size === 0) return;
-      const key = sessionKey(event.command.lsid);
-      const counter = key === undefined ? undefined : this.counters.get(key);
-      if (counter) counter.roundTrips++;
+    followSessionCommands(client, {
+      interested: () => this.counters.size > 0,
+      started: (key) => {
+        const counter = this.counters.get(key);
+        if (counter) counter.roundTrips++;
+        return false;
+      },
     });
   }
 

@@ -3,20 +3,10 @@
 // monitoring sees the whole reply; this records the term per session, so a write's position
 // carries the term it was written in without any extra round trip.
 
-import type {
-  CommandFailedEvent,
-  CommandStartedEvent,
-  CommandSucceededEvent,
-  MongoClient,
-} from 'mongodb';
+import type { MongoClient } from 'mongodb';
+import { followSessionCommands, sessionKey } from './session-commands.js';
 
 const WRITE_COMMANDS = new Set(['insert', 'update', 'delete', 'findAndModify', 'bulkWrite']);
-
-/** Hex of a session id (`lsid.id`, a BSON Binary UUID). */
-export function sessionKey(lsid: unknown): string | undefined {
-  const id = (lsid as { id?: { buffer?: Uint8Array } } | undefined)?.id;
-  return id?.buffer ? Buffer.from(id.buffer).toString('hex') : undefined;
-}
 
 function termOf(reply: unknown): number | undefined {
   const opTime = (reply as { opTime?: { t?: unknown } } | undefined)?.opTime;
@@ -29,27 +19,19 @@ function termOf(reply: unknown): number | undefined {
 export class WriteTerms {
   /** Newest term any write reply named. */
   newest = 0;
-  private readonly pending = new Map<number, string>();
   private readonly bySession = new Map<string, number>();
 
   /** Listen on a client created with `monitorCommands: true` (each replacement client too). */
   listen(client: MongoClient): void {
-    client.on('commandStarted', (event: CommandStartedEvent) => {
-      if (!WRITE_COMMANDS.has(event.commandName)) return;
-      const key = sessionKey(event.command.lsid);
-      if (key !== undefined) this.pending.set(event.requestId, key);
-    });
-    client.on('commandSucceeded', (event: CommandSucceededEvent) => {
-      const key = this.pending.get(event.requestId);
-      if (key === undefined) return;
-      this.pending.delete(event.requestId);
-      const term = termOf(event.reply);
-      if (term === undefined) return;
-      this.bySession.set(key, term);
-      this.newest = Math.max(this.newest, term);
-    });
-    client.on('commandFailed', (event: CommandFailedEvent) => {
-      this.pending.delete(event.requestId);
+    followSessionCommands(client, {
+      interested: (event) => WRITE_COMMANDS.has(event.commandName),
+      started: () => true,
+      succeeded: (key, event) => {
+        const term = termOf(event.reply);
+        if (term === undefined) return;
+        this.bySession.set(key, term);
+        this.newest = Math.max(this.newest, term);
+      },
     });
   }
 
