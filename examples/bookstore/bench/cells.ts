@@ -79,7 +79,14 @@ async function interleave<C>(
     variants.map((v) => [
       v.name,
       {
-        result: { ops: 0, errors: 0, seconds: 0, latencies: [], firstError: undefined },
+        result: {
+          ops: 0,
+          errors: 0,
+          seconds: 0,
+          latencies: [],
+          firstError: undefined,
+          cpuMicros: 0,
+        },
         lagMs: [],
       },
     ]),
@@ -100,6 +107,7 @@ async function interleave<C>(
         seconds: into.result.seconds + result.seconds,
         latencies: [...into.result.latencies, ...result.latencies],
         firstError: into.result.firstError ?? result.firstError,
+        cpuMicros: into.result.cpuMicros + result.cpuMicros,
       };
       into.lagMs.push(...lagMs);
     }
@@ -118,6 +126,14 @@ function baseRow(
 ): Row {
   const opsPerSecond = result.ops / result.seconds;
   const { p50, p99 } = quantiles(result.latencies);
+  const cpuPerOp = result.ops > 0 ? result.cpuMicros / result.ops : undefined;
+  const rawCpuPerOp = raw?.detail['cpu_us_per_op'];
+  const cpu: RowDetail = {
+    cpu_us_per_op: cpuPerOp,
+    ...(typeof rawCpuPerOp === 'number' && cpuPerOp !== undefined
+      ? { x_cpu: cpuPerOp / rawCpuPerOp }
+      : {}),
+  };
   return {
     cell,
     variant,
@@ -131,7 +147,9 @@ function baseRow(
     ratioOps: raw === undefined ? undefined : opsPerSecond / raw.opsPerSecond,
     ratioP50: raw?.p50Ms === undefined || p50 === undefined ? undefined : p50 / raw.p50Ms,
     detail:
-      result.firstError === undefined ? detail : { ...detail, first_error: result.firstError },
+      result.firstError === undefined
+        ? { ...detail, ...cpu }
+        : { ...detail, ...cpu, first_error: result.firstError },
   };
 }
 

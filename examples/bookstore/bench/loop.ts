@@ -11,6 +11,12 @@ export interface LoopResult {
   readonly latencies: readonly number[];
   /** Message of the first error, if any. */
   readonly firstError: string | undefined;
+  /**
+   * CPU time this process spent during the run (user + system, µs): the benchmark's own work,
+   * the driver's, and for Tidemark variants the router's and its monitor's. On a machine whose
+   * cores the servers share, CPU per operation is steadier than throughput.
+   */
+  readonly cpuMicros: number;
 }
 
 /**
@@ -27,6 +33,7 @@ export async function closedLoop(
   const latencies: number[] = [];
   let errors = 0;
   let firstError: string | undefined;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + seconds * 1000;
   const worker = async (index: number) => {
@@ -42,12 +49,14 @@ export async function closedLoop(
     }
   };
   await Promise.all(Array.from({ length: concurrency }, (_, i) => worker(i)));
+  const cpu = process.cpuUsage(cpuBefore);
   return {
     ops: latencies.length,
     errors,
     seconds: (performance.now() - started) / 1000,
     latencies,
     firstError,
+    cpuMicros: cpu.user + cpu.system,
   };
 }
 

@@ -98,9 +98,8 @@ export async function decide<P>(
       return done(rungs.otherHistory(required));
     }
     const plan = rungs.plan(required, retryOf);
-    if (plan.kind === 'replica') {
-      return done({ target: plan.replica.id, reason: servedReason(current), stale: false });
-    }
+    const served = replicaDecision(plan, current);
+    if (served) return served;
     if (retryOf === PRIMARY) rungs.primaryFailed();
     if (required === undefined) {
       return done(await rungs.fallback('primary-no-replica', undefined, retryOf));
@@ -132,6 +131,15 @@ export async function decide<P>(
       await rungs.fallback(noReplica ? 'primary-no-replica' : 'primary-fallback', required),
     );
   }
+}
+
+/** A replica serves the read without waiting when the plan found one; undefined otherwise. */
+export function replicaDecision<P>(
+  plan: ReadPlan<P>,
+  token: ResolvedToken<P>,
+): Decided<P> | undefined {
+  if (plan.kind !== 'replica') return undefined;
+  return { route: { target: plan.replica.id, reason: servedReason(token), stale: false }, token };
 }
 
 /** Reason of a read a replica serves without waiting. */

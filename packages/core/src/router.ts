@@ -21,6 +21,7 @@ import {
   type ResolvedToken,
   type Route,
   type Rungs,
+  replicaDecision,
 } from './decide.js';
 import type { DecisionEvent, DecisionReason, RouteDecision } from './decision.js';
 import {
@@ -617,12 +618,13 @@ export class Router<P, C> {
     this.assertOpen();
     const started = this.clock.now();
     return this.reportingReadError(started, async () => {
-      const routed = await this.confirmPrimaryRead(
-        await this.readRouted(session, options, started, (decided) =>
-          this.runRead(decided, fn, options),
-        ),
+      let routed = await this.readRouted(session, options, started, (decided) =>
+        this.runRead(decided, fn, options),
       );
-      const decision = await this.finishRead(session, routed, routed.result.observed, started);
+      if (this.primaryReadUnconfirmed(routed)) routed = await this.confirmPrimaryRead(routed);
+      const finishing = this.finishRead(session, routed, routed.result.observed, started);
+      // Most reads finish synchronously: no await, no extra turn of the microtask queue.
+      const decision = finishing instanceof Promise ? await finishing : finishing;
       const { value } = routed.result;
       return routed.prediction
         ? { value, decision, prediction: routed.prediction }
@@ -808,8 +810,11 @@ export class Router<P, C> {
   }
 
   /** Runs `run`; a rejection is reported as a `read-error` event before it propagates. */
-  private async reportingReadError<X>(started: number, run: () => Promise<X>): Promise<X> {
-    if (!this.events.has('read-error')) return run();
+  private reportingReadError<X>(started: number, run: () => Promise<X>): Promise<X> {
+    return this.events.has('read-error') ? this.reportingReadErrorOf(started, run) : run();
+  }
+
+  private async reportingReadErrorOf<X>(started: number, run: () => Promise<X>): Promise<X> {
     try {
       return await run();
     } catch (error) {
@@ -839,12 +844,16 @@ export class Router<P, C> {
     if (this.shadow) return this.shadowRouted(session, options, started, attempt);
     // Positions carried from an earlier request are settled, when needed, by a probe sent after
     // now: this request began after that one's reads ended (invariant 3).
-    const bindTicket = this.monitor.ticket();
-    session.bindCarried(this.cluster, (target) =>
-      this.settleObservation(session, target, bindTicket),
-    );
-    const sticky = await this.settleUnlessSticky(session);
-    let token = await this.resolveToken(session);
+    // A session with nothing pending (most reads) skips the settling steps and their awaits.
+    const unsettled = session.unsettled;
+    if (unsettled) {
+      const bindTicket = this.monitor.ticket();
+      session.bindCarried(this.cluster, (target) =>
+        this.settleObservation(session, target, bindTicket),
+      );
+    }
+    const sticky = unsettled ? await this.settleUnlessSticky(session) : undefined;
+    let token = this.resolveToken(session);
     let decided: Decided<P> | undefined;
     if (sticky !== undefined) {
       if (this.replicaCovers(sticky, token)) {
@@ -852,10 +861,12 @@ export class Router<P, C> {
       } else {
         // Another node will serve it: the pending position must be known first.
         await session.settled(this.cluster);
-        token = await this.resolveToken(session);
+        token = this.resolveToken(session);
       }
     }
-    decided ??= await decide(this.rungs(session, started, options), token);
+    decided ??=
+      this.decidedFromMemory(token, options) ??
+      (await decide(this.rungs(session, started, options), token));
     const route = decided.route;
     const waitedMs = this.clock.now() - started;
     try {
@@ -867,7 +878,7 @@ export class Router<P, C> {
       if (this.hasPending(session)) {
         // The retry may land elsewhere: what earlier reads observed must be known first.
         await session.settled(this.cluster);
-        if (retryToken.kind !== 'ignored') retryToken = await this.resolveToken(session);
+        if (retryToken.kind !== 'ignored') retryToken = this.resolveToken(session);
       }
       const final = await decide(this.rungs(session, started, options), retryToken, route.target);
       try {
@@ -932,14 +943,24 @@ export class Router<P, C> {
    * After a routed read: raise the session to what it observed (invariant 3; not for routes that
    * keep the session: unverified history, shadow mode), count it and report the decision.
    */
-  private async finishRead(
+  private finishRead(
     session: Session,
     routed: Routed<P, unknown>,
     observed: P | undefined,
     started: number,
-  ): Promise<RouteDecision> {
+  ): RouteDecision | Promise<RouteDecision> {
     const route = routed.final.route;
-    if (!route.keepSession) await this.raiseAfterRead(session, route.target, observed);
+    const raising = route.keepSession
+      ? undefined
+      : this.raiseAfterRead(session, route.target, observed);
+    return raising === undefined
+      ? this.recordRead(routed, started)
+      : raising.then(() => this.recordRead(routed, started));
+  }
+
+  /** Count a finished read and report its decision. */
+  private recordRead(routed: Routed<P, unknown>, started: number): RouteDecision {
+    const route = routed.final.route;
     const decision: RouteDecision = {
       cluster: this.cluster,
       target: route.target,
@@ -1187,7 +1208,7 @@ export class Router<P, C> {
   }
 
   /** Decode the session's position, applying the bad-token policy. */
-  private async resolveToken(session: Session): Promise<ResolvedToken<P>> {
+  private resolveToken(session: Session): ResolvedToken<P> {
     let position: P | undefined;
     try {
       position = session.position(this.cluster, this.adapter.codec);
@@ -1224,6 +1245,17 @@ export class Router<P, C> {
       load: this.load,
       exclude,
     });
+  }
+
+  /**
+   * The ladder's first rungs from memory alone, before any per-read rungs are built: a replica
+   * that covers the session (or any healthy replica without a token). Undefined when the ladder
+   * must go on ({@link decide}), including a position the adapter's verdict already judges lost.
+   */
+  private decidedFromMemory(token: ResolvedToken<P>, options: ReadOptions): Decided<P> | undefined {
+    const required = token.kind === 'position' ? token.position : undefined;
+    if (required !== undefined && this.lostByVerdict(required)) return undefined;
+    return replicaDecision(this.plan(this.monitor.states(), required, undefined, options), token);
   }
 
   /** The ladder's rungs (decide.ts) for one read that started at `started`. */
@@ -1293,6 +1325,23 @@ export class Router<P, C> {
     }
   }
 
+  /** A primary read served as fresh whose observed position does not cover the session's. */
+  private primaryReadUnconfirmed(
+    routed: Routed<P, { readonly observed?: P | undefined }>,
+  ): boolean {
+    const { route, token } = routed.final;
+    const observed = routed.result.observed;
+    return (
+      route.target === PRIMARY &&
+      !route.stale &&
+      !route.keepSession &&
+      route.reason !== 'primary-other-history' &&
+      token.kind === 'position' &&
+      observed !== undefined &&
+      this.adapter.codec.compare(observed, token.position) !== 'covered'
+    );
+  }
+
   /**
    * A primary read served as fresh must have run on the history its verdict was about. Where the
    * adapter's primary connection follows elections by itself (MongoDB's replica-set client), the
@@ -1305,19 +1354,8 @@ export class Router<P, C> {
   private async confirmPrimaryRead<X extends { readonly observed?: P | undefined }>(
     routed: Routed<P, X>,
   ): Promise<Routed<P, X>> {
-    const { route, token } = routed.final;
-    const observed = routed.result.observed;
-    if (
-      route.target !== PRIMARY ||
-      route.stale ||
-      route.keepSession ||
-      route.reason === 'primary-other-history' ||
-      token.kind !== 'position' ||
-      observed === undefined ||
-      this.adapter.codec.compare(observed, token.position) === 'covered'
-    ) {
-      return routed;
-    }
+    const { token } = routed.final;
+    if (token.kind !== 'position' || !this.primaryReadUnconfirmed(routed)) return routed;
     const verdict = await this.checkAgainstFreshPrimary(token.position);
     if (verdict === 'ok') return routed;
     const next =
@@ -1523,28 +1561,26 @@ export class Router<P, C> {
    * finished (a node's applied position only moves forward, so it covers everything the read
    * saw), shared by every read that finished before it was sent, and taken only when needed.
    */
-  private async raiseAfterRead(
+  private raiseAfterRead(
     session: Session,
     target: string,
     observed: P | undefined,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     const codec = this.adapter.codec;
     if (observed !== undefined) {
       session.raise(this.cluster, codec, observed);
       if (target !== PRIMARY) this.monitor.observe(target, observed);
       else this.monitor.observePrimary(observed);
-      return;
+      return undefined;
     }
     const ticket = this.monitor.ticket();
     const pending = {
       target,
       settle: () => this.settleObservation(session, target, ticket),
     };
-    if (this.settleMode === 'immediate') {
-      await pending.settle();
-      return;
-    }
+    if (this.settleMode === 'immediate') return pending.settle();
     session.defer(this.cluster, pending);
+    return undefined;
   }
 
   /**

@@ -78,12 +78,15 @@ export class Session {
     const positions = validPositions(data, maxClusters);
     for (const [cluster, text] of positions) session.entries.set(cluster, { text });
     const pending = validPending(data, maxClusters);
-    const named = new Set([...positions.map(([cluster]) => cluster), ...pending.keys()]);
-    if (named.size > maxClusters) {
-      throw new TokenError(
-        ErrorCode.TokenTooLarge,
-        `Token data names ${named.size} clusters, more than the limit of ${maxClusters}.`,
-      );
+    // Positions alone were counted by validPositions; pending reads may name more clusters.
+    if (pending.size > 0) {
+      const named = new Set([...positions.map(([cluster]) => cluster), ...pending.keys()]);
+      if (named.size > maxClusters) {
+        throw new TokenError(
+          ErrorCode.TokenTooLarge,
+          `Token data names ${named.size} clusters, more than the limit of ${maxClusters}.`,
+        );
+      }
     }
     for (const [cluster, nodes] of pending) {
       session.pending.set(

@@ -89,8 +89,14 @@ function assertPosition(position: PgPosition): void {
   assertLsn(position.lsn);
 }
 
+const MAX_LSN = (1n << 64n) - 1n;
+/** 36^10 < 2^53: up to ten base-36 digits parse exactly as a double, in one call. */
+const EXACT_AS_DOUBLE_DIGITS = 10;
+
 function parseBase36BigInt(text: string): bigint | undefined {
+  // Token reads decode a position on every read; most LSNs fit a double exactly.
+  if (text.length <= EXACT_AS_DOUBLE_DIGITS) return BigInt(Number.parseInt(text, 36));
   let value = 0n;
   for (const char of text) value = value * 36n + BigInt(Number.parseInt(char, 36));
-  return value <= (1n << 64n) - 1n ? value : undefined;
+  return value <= MAX_LSN ? value : undefined;
 }

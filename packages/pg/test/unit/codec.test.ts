@@ -81,6 +81,18 @@ describe('createPgCodec: encoding', () => {
     );
   });
 
+  it('decodes exactly on both sides of ten base-36 digits (the double fast path)', () => {
+    const edge = 36n ** 10n;
+    for (const lsn of [0n, 1n, edge - 2n, edge - 1n, edge, edge + 1n, 2n ** 53n + 1n, MAX_LSN]) {
+      expect(codec.decode(codec.encode({ timeline: 7, lsn }))).toEqual({ timeline: 7, lsn });
+    }
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 36n ** 11n }), (lsn) => {
+        expect(codec.decode(codec.encode({ timeline: 1, lsn })).lsn).toBe(lsn);
+      }),
+    );
+  });
+
   it('accepts only canonical text', () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 30 }), (text) => {
