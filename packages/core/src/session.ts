@@ -299,7 +299,7 @@ export class Session {
         'The session has read positions that are not settled yet; await session.settled() before encoding its token (the HTTP carriers and the Redis store do this for you), or carry them: toTokenData({ carryPending: true }).',
       );
     }
-    const pending: Record<string, string[]> = Object.create(null);
+    const pending = new Map<string, string[]>();
     for (const [cluster, list] of this.pending) {
       if (list.some((p) => p.write)) {
         throw new TidemarkError(
@@ -314,9 +314,10 @@ export class Session {
           `The pending positions of cluster "${cluster}" cannot be carried in a token (more than ${MAX_PENDING_NODES} nodes, or a node id outside A-Z a-z 0-9 _ -); await session.settled() first.`,
         );
       }
-      pending[cluster] = nodes;
+      pending.set(cluster, nodes);
     }
-    return { ...this.settledTokenData(), pending: { ...pending } };
+    // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
+    return { ...this.settledTokenData(), pending: Object.fromEntries(pending) };
   }
 
   /**
@@ -326,10 +327,9 @@ export class Session {
    */
   settledTokenData(): { positions: Record<string, string> } {
     // fromEntries defines own properties, so a cluster named __proto__ is kept as data.
-    const positions: Record<string, string> = Object.fromEntries(
-      [...this.entries].map(([cluster, entry]) => [cluster, entry.text]),
-    );
-    return { positions };
+    const positions: Array<[string, string]> = [];
+    for (const [cluster, entry] of this.entries) positions.push([cluster, entry.text]);
+    return { positions: Object.fromEntries(positions) };
   }
 }
 

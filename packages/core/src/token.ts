@@ -121,10 +121,16 @@ export class TokenCodec {
     issuedAt?: number;
   }): string {
     const clusters = Object.keys(data.positions).sort();
-    const pendingClusters = Object.keys(data.pending ?? {})
-      .filter((cluster) => (data.pending?.[cluster]?.length ?? 0) > 0)
-      .sort();
-    const named = new Set([...clusters, ...pendingClusters]).size;
+    const pendingClusters =
+      data.pending === undefined
+        ? []
+        : Object.keys(data.pending)
+            .filter((cluster) => (data.pending?.[cluster]?.length ?? 0) > 0)
+            .sort();
+    const named =
+      pendingClusters.length === 0
+        ? clusters.length
+        : new Set([...clusters, ...pendingClusters]).size;
     if (named > this.maxClusters) {
       throw new TokenError(
         ErrorCode.TokenTooLarge,
