@@ -1,4 +1,4 @@
-import type { Comparison } from '@tidemark/core/adapter';
+import { type Comparison, parseBase36BigInt } from '@tidemark/core/adapter';
 import { describeInput, invalidPosition } from './invalid.js';
 import { trimLayout } from './layout.js';
 
@@ -259,7 +259,7 @@ export function decodeMariadbPositionToken(text: string): MariadbGtidPosition {
     if (!match) throw notAToken();
     const domain = Number.parseInt(match[1] as string, 36);
     const server = Number.parseInt(match[2] as string, 36);
-    const seq = parseBase36(match[3] as string);
+    const seq = parseBase36BigInt(match[3] as string);
     if (domain > MAX_UINT32 || server > MAX_UINT32 || seq > MAX_SEQ) throw notAToken();
     return { domain, server, seq };
   });
@@ -301,12 +301,6 @@ function checkedGtid(input: MariadbGtidInput): MariadbGtid {
 
 function isUint32(value: number): boolean {
   return Number.isInteger(value) && value >= 0 && value <= MAX_UINT32;
-}
-
-function parseBase36(text: string): bigint {
-  let value = 0n;
-  for (const char of text) value = value * 36n + BigInt(Number.parseInt(char, 36));
-  return value;
 }
 
 function createPosition(gtids: MariadbGtid[]): MariadbGtidPosition {

@@ -1,5 +1,5 @@
 import { ErrorCode, TokenError } from '@tidemark/core';
-import type { PositionCodec } from '@tidemark/core/adapter';
+import { type PositionCodec, parseBase36BigInt } from '@tidemark/core/adapter';
 import { assertLsn } from './lsn.js';
 import { isTimeline, TimelineHistory } from './timeline-history.js';
 
@@ -37,7 +37,7 @@ export function createPgCodec(
       const match = typeof text === 'string' ? ENCODED.exec(text) : null;
       if (match) {
         const timeline = Number.parseInt(match[1] as string, 36);
-        const lsn = parseBase36BigInt(match[2] as string);
+        const lsn = parseLsnDigits(match[2] as string);
         if (isTimeline(timeline) && lsn !== undefined) return { timeline, lsn };
       }
       throw new TokenError(
@@ -90,13 +90,8 @@ function assertPosition(position: PgPosition): void {
 }
 
 const MAX_LSN = (1n << 64n) - 1n;
-/** 36^10 < 2^53: up to ten base-36 digits parse exactly as a double, in one call. */
-const EXACT_AS_DOUBLE_DIGITS = 10;
 
-function parseBase36BigInt(text: string): bigint | undefined {
-  // Token reads decode a position on every read; most LSNs fit a double exactly.
-  if (text.length <= EXACT_AS_DOUBLE_DIGITS) return BigInt(Number.parseInt(text, 36));
-  let value = 0n;
-  for (const char of text) value = value * 36n + BigInt(Number.parseInt(char, 36));
+function parseLsnDigits(digits: string): bigint | undefined {
+  const value = parseBase36BigInt(digits);
   return value <= MAX_LSN ? value : undefined;
 }

@@ -1,8 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   AdapterLifecycle,
   createPoolSet,
   PRIMARY,
+  parseBase36BigInt,
   RoundTripCounters,
   requireOptionsObject,
   TransactionLeftOpenError,
@@ -184,5 +186,19 @@ describe('shared errors and counters', () => {
     counters.read.operations += 2;
     counters.read.roundTrips += 4;
     expect(counters.snapshot()).toEqual({ writes: 1, roundTrips: 3, reads: 2, readRoundTrips: 4 });
+  });
+});
+
+describe('parseBase36BigInt', () => {
+  it('is exact on both sides of ten digits, where the double fast path ends', () => {
+    const edge = 36n ** 10n;
+    for (const value of [0n, 35n, edge - 1n, edge, edge + 1n, 2n ** 53n + 1n, 2n ** 64n - 1n]) {
+      expect(parseBase36BigInt(value.toString(36))).toBe(value);
+    }
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 36n ** 14n }), (value) => {
+        expect(parseBase36BigInt(value.toString(36))).toBe(value);
+      }),
+    );
   });
 });
