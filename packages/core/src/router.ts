@@ -60,6 +60,7 @@ import type { ReplicaHistory, ReplicaMonitor, ReplicaState } from './monitor/typ
 import { bestEffortReplica, planRead, type ReadPlan } from './plan.js';
 import type { PositionCodec } from './position.js';
 import { RateLimiter, type RateLimiterOptions } from './rate-limiter.js';
+import { RecentReadShares } from './read-shares.js';
 import {
   type ReplicaLoad,
   type SelectionName,
@@ -328,6 +329,10 @@ export class Router<P, C> {
   /** Reads this router has running per target (replica id or `primary`). */
   private readonly inFlight = new Map<string, number>();
   private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
+  /** Replica shares of recent reads: caps the free stay on a session's last replica. */
+  private readonly readShares = new RecentReadShares();
+  /** The selection policy promises an even spread, which staying must not undo. */
+  private readonly spreadsReads: boolean;
   private readonly otherHistoryBucket: RateLimiter | undefined;
   private readonly degraded: 'error' | 'stale';
   private readonly badToken: 'reject' | 'ignore';
@@ -360,6 +365,7 @@ export class Router<P, C> {
       maxLagSeconds: options.health?.maxLagSeconds ?? 10,
     };
     this.selection = selectionPolicy(options.selection ?? 'balanced');
+    this.spreadsReads = SPREADING_POLICIES.has(this.selection.name);
     const fallbackEnabled = options.fallback?.enabled ?? true;
     const bucketSet =
       options.fallback?.ratePerSecond !== undefined || options.fallback?.burst !== undefined;
@@ -1165,6 +1171,7 @@ export class Router<P, C> {
   private occupy(route: Route): () => void {
     const target = route.target;
     this.inFlight.set(target, (this.inFlight.get(target) ?? 0) + 1);
+    if (target !== PRIMARY) this.readShares.note(target);
     let left = false;
     return () => {
       if (left) return;
@@ -1632,10 +1639,36 @@ export class Router<P, C> {
     if (targets.length === 1 && only !== PRIMARY) {
       const state = this.monitor.state(only);
       // Not a paused replica: staying would pin the session to a state that no longer moves.
-      if (state && !state.paused && isHealthy(state, this.clock.now(), this.health)) return only;
+      if (
+        state &&
+        !state.paused &&
+        isHealthy(state, this.clock.now(), this.health) &&
+        !this.overFairShare(only)
+      ) {
+        return only;
+      }
     }
     await session.settled(this.cluster);
     return undefined;
+  }
+
+  /**
+   * Staying on the last replica is free (no settling probe), so sessions that carry their reads
+   * stay where they first landed, and a few busy sessions can tip two replicas to 70/30. With a
+   * policy that spreads reads, a replica over its even share of recent reads (by more than
+   * {@link STICKY_SHARE_SLACK}) loses that privilege: its sessions settle and the policy places
+   * them again, until the shares even out.
+   */
+  private overFairShare(id: string): boolean {
+    if (!this.spreadsReads) return false;
+    const share = this.readShares.share(id);
+    if (share === undefined) return false;
+    const now = this.clock.now();
+    let healthy = 0;
+    for (const state of this.monitor.states()) {
+      if (!state.paused && isHealthy(state, now, this.health)) healthy++;
+    }
+    return healthy > 1 && share > (1 / healthy) * STICKY_SHARE_SLACK;
   }
 
   private hasPending(session: Session): boolean {
@@ -1747,6 +1780,15 @@ function toTokenError(error: unknown): TokenError {
 
 /** Primary positions remembered for the ages a learned wait budget conditions on. */
 const POSITION_AGE_SAMPLES = 256;
+
+/** Built-in policies that promise an even spread of reads over caught-up replicas. */
+const SPREADING_POLICIES: ReadonlySet<string> = new Set(['balanced', 'round-robin', 'random']);
+
+/**
+ * How far over its even share of recent reads a replica may be and still keep its sessions for
+ * free: 1.1 lets two replicas drift to 55/45, inside the 40-60% a spreading policy promises.
+ */
+const STICKY_SHARE_SLACK = 1.1;
 
 function waitBudget(wait: RouterOptions<unknown, unknown>['wait']): WaitBudget {
   const budget = wait?.budgetMs ?? 250;

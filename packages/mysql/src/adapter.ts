@@ -10,6 +10,7 @@ import {
   type PoolSet,
   type PositionCodec,
   PrimarySamples,
+  type PrimaryVerdict,
   type ProbeContext,
   type ProbeResult,
   type ReadContext,
@@ -39,6 +40,7 @@ import { createMysqlFlavour } from './mysql-flavour.js';
 import { buildPoolOptions, parseConnectionUrl } from './pool-options.js';
 import { isRetryableMysqlError } from './retryable.js';
 import { SessionSetup } from './session-setup.js';
+import { VerdictMemo } from './verdict-memo.js';
 
 export interface MysqlAdapterOptions {
   /** `mysql` (MySQL 8.0.17+, GTID sets) or `mariadb` (MariaDB 10.5+, GTID positions). */
@@ -128,6 +130,7 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
   private readonly primarySamples: PrimarySamples<P>;
   private readonly lifecycle: AdapterLifecycle;
   private primaryIdentity: PrimaryIdentity | undefined;
+  private readonly verdicts = new VerdictMemo<P>();
   private captureFallbacks = 0;
 
   constructor(
@@ -311,8 +314,12 @@ class MysqlClusterAdapter<P> implements MysqlAdapter<P> {
     );
   };
 
-  readonly classifyAgainstPrimary = (primary: P, required: P) =>
-    this.flavourSpec.classify(primary, required, this.primaryIdentity);
+  readonly classifyAgainstPrimary = (primary: P, required: P): PrimaryVerdict => {
+    const identity = this.primaryIdentity;
+    return this.verdicts.judge(primary, required, identity, () =>
+      this.flavourSpec.classify(primary, required, identity),
+    );
+  };
 
   /**
    * MariaDB compares one sequence number per domain, so a new primary whose sequence passed a

@@ -1,6 +1,7 @@
 import type { Comparison, PositionCodec, PrimaryVerdict } from '@tidemark/core/adapter';
 import { GtidSet } from './gtid-set.js';
 import { decodeGtidSetToken, encodeGtidSetToken } from './gtid-token.js';
+import { memoizeParse } from './parse-cache.js';
 import { normalizeUuid } from './uuid.js';
 
 /**
@@ -17,7 +18,9 @@ import { normalizeUuid } from './uuid.js';
 export function createMysqlCodec(): PositionCodec<GtidSet> {
   return {
     kind: 'mysql',
-    decode: decodeGtidSetToken,
+    // Tokens of many users carry the same settled positions (a probe settles many reads at
+    // once): a decoded set is frozen, so one parse serves them all.
+    decode: memoizeParse(decodeGtidSetToken),
     encode: encodeGtidSetToken,
     compare(applied: GtidSet, required: GtidSet): Comparison {
       return required.isSubsetOf(applied) ? 'covered' : 'behind';

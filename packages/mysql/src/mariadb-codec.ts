@@ -7,6 +7,7 @@ import {
   type MariadbGtidPosition,
   mergeMariadbPositions,
 } from './mariadb-gtid.js';
+import { memoizeParse } from './parse-cache.js';
 
 /**
  * The position codec for MariaDB: a position is a {@link MariadbGtidPosition} (one
@@ -24,7 +25,9 @@ export function createMariadbCodec(
   const compareOptions: MariadbCompareOptions = { strictMode: options.strictMode ?? true };
   return {
     kind: 'mariadb',
-    decode: decodeMariadbPositionToken,
+    // Tokens of many users carry the same settled positions (a probe settles many reads at
+    // once): a decoded position is frozen, so one parse serves them all.
+    decode: memoizeParse(decodeMariadbPositionToken),
     encode: encodeMariadbPositionToken,
     compare(applied: MariadbGtidPosition, required: MariadbGtidPosition): Comparison {
       return compareMariadbPositions(applied, required, compareOptions);

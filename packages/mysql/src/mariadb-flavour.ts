@@ -4,12 +4,13 @@ import {
   type Flavour,
   firstRow,
   numberColumn,
+  type PrimaryIdentity,
   primaryNotProbed,
   type ReplicaFacts,
   textColumn,
 } from './flavour.js';
 import { isWholeBinlogState, parseBinlogState } from './mariadb-binlog-state.js';
-import { classifyMariadbAgainstPrimary } from './mariadb-classify.js';
+import { classifyMariadbAgainstPrimary, type MariadbClassifyOptions } from './mariadb-classify.js';
 import { createMariadbCodec } from './mariadb-codec.js';
 import { type MariadbCompareOptions, MariadbGtidPosition } from './mariadb-gtid.js';
 import { memoizeParse } from './parse-cache.js';
@@ -76,6 +77,21 @@ export function createMariadbFlavour(
     } catch {
       return undefined;
     }
+  };
+  // One options object per primary probe, not one per verdict.
+  const optionsByIdentity = new WeakMap<PrimaryIdentity, MariadbClassifyOptions>();
+  const classifyOptions = (identity: PrimaryIdentity): MariadbClassifyOptions => {
+    let options = optionsByIdentity.get(identity);
+    if (options === undefined) {
+      options = {
+        ...compareOptions,
+        lastSeqByServer: identity.lastSeqByServer,
+        binlogListsReplicated: identity.binlogListsReplicated,
+        slavePosition: parseOptional(identity.slavePositionText),
+      };
+      optionsByIdentity.set(identity, options);
+    }
+    return options;
   };
   return {
     name: 'mariadb',
@@ -154,12 +170,12 @@ export function createMariadbFlavour(
     formatForServer: (position) => position.format(),
     classify(primary, required, identity): PrimaryVerdict {
       if (identity?.serverId === undefined) throw primaryNotProbed();
-      return classifyMariadbAgainstPrimary(primary, required, identity.serverId, {
-        ...compareOptions,
-        lastSeqByServer: identity.lastSeqByServer,
-        binlogListsReplicated: identity.binlogListsReplicated,
-        slavePosition: parseOptional(identity.slavePositionText),
-      });
+      return classifyMariadbAgainstPrimary(
+        primary,
+        required,
+        identity.serverId,
+        classifyOptions(identity),
+      );
     },
   };
 }

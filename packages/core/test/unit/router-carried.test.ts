@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Session, TokenCodec } from '../../src/index.js';
+import { balanced, type SelectionPolicy, Session, TokenCodec } from '../../src/index.js';
 import { cp } from '../support/scripted-adapter.js';
 import { closeFixtures, routerFixture } from './helpers/router-fixture.js';
 
@@ -144,5 +144,36 @@ describe('pending entries in tokens and token data', () => {
         expect.objectContaining({ code: 'TIDEMARK_TOKEN_MALFORMED' }),
       );
     }
+  });
+});
+
+describe('carried reads and an even spread of reads', () => {
+  /** Reads of new requests whose tokens all carry a read on r1: r1's share of them, in halves. */
+  async function sharesOfR1(selection: SelectionPolicy | 'balanced') {
+    const f = await routerFixture({ router: { selection } });
+    f.adapter.setAll({ observed: null });
+    const onR1 = [0, 0];
+    const reads = 400;
+    for (let i = 0; i < reads; i++) {
+      const next = Session.fromToken({ positions: {}, pending: { default: ['r1'] }, issuedAt: 0 });
+      const { decision } = await f.read(next);
+      if (decision.target === 'r1') onR1[i < reads / 2 ? 0 : 1]!++;
+    }
+    return { first: onR1[0]! / (reads / 2), second: onR1[1]! / (reads / 2) };
+  }
+
+  it('balanced: staying on the carried replica stops once it is over its even share', async () => {
+    const { first, second } = await sharesOfR1('balanced');
+    // The first 32 reads stay (too few to judge a share), then sessions on r1 are placed anew.
+    expect(first).toBeLessThan(0.75);
+    expect(second).toBeGreaterThan(0.4);
+    expect(second).toBeLessThan(0.62);
+  });
+
+  it('control: a policy that does not promise an even spread keeps every session where it was', async () => {
+    const even = balanced();
+    const { first, second } = await sharesOfR1({ name: 'custom', select: even.select });
+    expect(first).toBe(1);
+    expect(second).toBe(1);
   });
 });

@@ -45,6 +45,16 @@ describe('createMysqlCodec', () => {
     }
   });
 
+  it('decodes a token text once: the same frozen set for every token that carries it', () => {
+    const text = codec.encode(set(`${OLD}:1-100,${NEW}:1-10`));
+    const first = codec.decode(text);
+    expect(codec.decode(text)).toBe(first);
+    expect(Object.isFrozen(first.entries)).toBe(true);
+    codec.merge(first, set(`${NEW}:11-20`));
+    expect(codec.decode(text).equals(set(`${OLD}:1-100,${NEW}:1-10`))).toBe(true);
+    for (let i = 0; i < 2; i++) expect(() => codec.decode(`${OLD}:1`)).toThrow(TokenError);
+  });
+
   it('works inside a core Session and a signed TokenCodec', () => {
     const tokens = new TokenCodec({
       keys: [{ id: 'k1', secret: 'a-test-secret-that-is-32-bytes-long!' }],

@@ -213,6 +213,20 @@ describe('createMariadbCodec', () => {
     const lenient = createMariadbCodec({ strictMode: false });
     expect(lenient.compare(pos('0-2-9'), pos('0-1-9'))).toBe('covered');
   });
+
+  it('decodes a token text once: the same frozen position for every token that carries it', () => {
+    const codec = createMariadbCodec();
+    const text = codec.encode(pos('0-1-9,1-2-5'));
+    const first = codec.decode(text);
+    expect(codec.decode(text)).toBe(first);
+    expect(Object.isFrozen(first.gtids)).toBe(true);
+    // Merging never changes the shared object.
+    codec.merge(first, pos('0-1-12'));
+    expect(first.format()).toBe('0-1-9,1-2-5');
+    // A bad text is rejected every time, never remembered.
+    rejects(() => codec.decode('0~x'));
+    rejects(() => codec.decode('0~x'));
+  });
 });
 
 describe('classifyMariadbAgainstPrimary with the primary binary log state', () => {
