@@ -328,9 +328,13 @@ export class Router<P, C> {
   private readonly fallbackQueueMs: number;
   /** Reads this router has running per target (replica id or `primary`). */
   private readonly inFlight = new Map<string, number>();
-  private readonly load: ReplicaLoad = { inFlight: (id) => this.inFlight.get(id) ?? 0 };
   /** Replica shares of recent reads: caps the free stay on a session's last replica. */
-  private readonly readShares = new RecentReadShares();
+  private readonly readShares = new RecentReadShares(256);
+  private overShareStays = 0;
+  private readonly load: ReplicaLoad = {
+    inFlight: (id) => this.inFlight.get(id) ?? 0,
+    recentShare: (id) => this.readShares.share(id),
+  };
   /** The selection policy promises an even spread, which staying must not undo. */
   private readonly spreadsReads: boolean;
   private readonly otherHistoryBucket: RateLimiter | undefined;
@@ -1657,7 +1661,8 @@ export class Router<P, C> {
    * stay where they first landed, and a few busy sessions can tip two replicas to 70/30. With a
    * policy that spreads reads, a replica over its even share of recent reads (by more than
    * {@link STICKY_SHARE_SLACK}) loses that privilege: its sessions settle and the policy places
-   * them again, until the shares even out.
+   * them again (`balanced` prefers the replica with the smaller share), until the shares even
+   * out; each move costs one settling probe, and only while a replica is over its share.
    */
   private overFairShare(id: string): boolean {
     if (!this.spreadsReads) return false;
@@ -1668,7 +1673,10 @@ export class Router<P, C> {
     for (const state of this.monitor.states()) {
       if (!state.paused && isHealthy(state, now, this.health)) healthy++;
     }
-    return healthy > 1 && share > (1 / healthy) * STICKY_SHARE_SLACK;
+    if (healthy < 2 || share <= (1 / healthy) * STICKY_SHARE_SLACK) return false;
+    // Moves are paced: the shares trail the moves, and moving every session at once overshoots.
+    this.overShareStays++;
+    return this.overShareStays % STICKY_MOVE_EVERY === 0;
   }
 
   private hasPending(session: Session): boolean {
@@ -1789,6 +1797,13 @@ const SPREADING_POLICIES: ReadonlySet<string> = new Set(['balanced', 'round-robi
  * free: 1.1 lets two replicas drift to 55/45, inside the 40-60% a spreading policy promises.
  */
 const STICKY_SHARE_SLACK = 1.1;
+
+/**
+ * Of the reads that could stay on a replica over its share, every this-many-th settles and is
+ * placed again: the shares trail the moves by a few hundred reads, and moving every session at
+ * once would overshoot to the other replica and back.
+ */
+const STICKY_MOVE_EVERY = 4;
 
 function waitBudget(wait: RouterOptions<unknown, unknown>['wait']): WaitBudget {
   const budget = wait?.budgetMs ?? 250;

@@ -4,6 +4,12 @@ import type { ReplicaState } from './monitor/types.js';
 export interface ReplicaLoad {
   /** Reads this router has running on the replica right now. */
   inFlight(id: string): number;
+  /**
+   * The replica's share of the reads this router started lately, 0..1; undefined while too few
+   * were counted. Separates replicas that in-flight counts cannot (at low concurrency nothing is
+   * in flight), so sessions that stay on their last replica do not pile up on one.
+   */
+  recentShare?(id: string): number | undefined;
 }
 
 /** Picks one replica among candidates that all satisfy the session. */
@@ -21,6 +27,9 @@ export interface SelectionPolicy {
   ): ReplicaState<P>;
 }
 
+/** Recent read shares closer than this count as equal (two replicas at 49/51 are balanced). */
+const SHARE_TOLERANCE = 0.02;
+
 export interface BalancedOptions {
   /** Uniform source in [0, 1); injectable for reproducible tests. Default `Math.random`. */
   random?: () => number;
@@ -34,10 +43,11 @@ export interface BalancedOptions {
 /**
  * The default: power of two choices on in-flight reads. Two distinct candidates are drawn at
  * random; the one with fewer reads in flight from this router wins; at equal load the one with
- * clearly less lag (beyond `lagToleranceSeconds`) wins; otherwise the first draw. Two caught-up
- * replicas each get about half of the reads at any concurrency, a slow or overloaded replica
- * (reads pile up on it) gets fewer, and a clearly lagging one is only chosen when the fresher
- * one is busier. No allocation per call.
+ * clearly less lag (beyond `lagToleranceSeconds`) wins, then the one with a clearly smaller
+ * share of the router's recent reads (more than {@link SHARE_TOLERANCE} apart); otherwise the
+ * first draw. Two caught-up replicas each get about half of the reads at any concurrency, a slow
+ * or overloaded replica (reads pile up on it) gets fewer, and a clearly lagging one is only
+ * chosen when the fresher one is busier. No allocation per call.
  */
 export function balanced(options: BalancedOptions = {}): SelectionPolicy {
   const random = options.random ?? Math.random;
@@ -62,6 +72,15 @@ export function balanced(options: BalancedOptions = {}): SelectionPolicy {
       const lagB = b.lagSeconds ?? Number.POSITIVE_INFINITY;
       // Infinity - Infinity is NaN: two replicas without a lag figure are a tie.
       if (Math.abs(lagA - lagB) > tolerance) return lagA < lagB ? a : b;
+      const shareA = load?.recentShare?.(a.id);
+      const shareB = load?.recentShare?.(b.id);
+      if (
+        shareA !== undefined &&
+        shareB !== undefined &&
+        Math.abs(shareA - shareB) > SHARE_TOLERANCE
+      ) {
+        return shareA < shareB ? a : b;
+      }
       return a;
     },
   };

@@ -148,32 +148,50 @@ describe('pending entries in tokens and token data', () => {
 });
 
 describe('carried reads and an even spread of reads', () => {
-  /** Reads of new requests whose tokens all carry a read on r1: r1's share of them, in halves. */
-  async function sharesOfR1(selection: SelectionPolicy | 'balanced') {
+  /**
+   * 20 users whose tokens all carry a read on r1, each request carrying its read on to the
+   * next: r1's share of the reads in each half, and the settling probes the router sent.
+   */
+  async function spread(selection: SelectionPolicy | 'balanced') {
     const f = await routerFixture({ router: { selection } });
     f.adapter.setAll({ observed: null });
+    const users = Array.from({ length: 20 }, () =>
+      Session.fromToken({ positions: {}, pending: { default: ['r1'] }, issuedAt: 0 }),
+    );
+    const probes = f.adapter.calls.probes.length;
     const onR1 = [0, 0];
-    const reads = 400;
+    const reads = 600;
+    let halfway = 0;
     for (let i = 0; i < reads; i++) {
-      const next = Session.fromToken({ positions: {}, pending: { default: ['r1'] }, issuedAt: 0 });
-      const { decision } = await f.read(next);
+      const session = users[i % users.length]!;
+      const { decision } = await f.read(session);
+      users[i % users.length] = nextRequest(session);
       if (decision.target === 'r1') onR1[i < reads / 2 ? 0 : 1]!++;
+      if (i === reads / 2 - 1) halfway = f.adapter.calls.probes.length;
     }
-    return { first: onR1[0]! / (reads / 2), second: onR1[1]! / (reads / 2) };
+    return {
+      first: onR1[0]! / (reads / 2),
+      second: onR1[1]! / (reads / 2),
+      probesPerRead: (f.adapter.calls.probes.length - probes) / reads,
+      probesInSecondHalf: f.adapter.calls.probes.length - halfway,
+    };
   }
 
-  it('balanced: staying on the carried replica stops once it is over its even share', async () => {
-    const { first, second } = await sharesOfR1('balanced');
-    // The first 32 reads stay (too few to judge a share), then sessions on r1 are placed anew.
+  it('balanced: users leave a replica over its even share, and only as many as needed', async () => {
+    const { first, second, probesPerRead, probesInSecondHalf } = await spread('balanced');
     expect(first).toBeLessThan(0.75);
     expect(second).toBeGreaterThan(0.4);
-    expect(second).toBeLessThan(0.62);
+    expect(second).toBeLessThan(0.6);
+    // Each move costs one settling probe: about 10 users have to move; once spread, they stay.
+    expect(probesPerRead).toBeLessThan(0.07);
+    expect(probesInSecondHalf).toBeLessThan(6);
   });
 
-  it('control: a policy that does not promise an even spread keeps every session where it was', async () => {
+  it('control: a policy that does not promise an even spread keeps every user where it was', async () => {
     const even = balanced();
-    const { first, second } = await sharesOfR1({ name: 'custom', select: even.select });
+    const { first, second, probesPerRead } = await spread({ name: 'custom', select: even.select });
     expect(first).toBe(1);
     expect(second).toBe(1);
+    expect(probesPerRead).toBe(0);
   });
 });

@@ -125,6 +125,35 @@ describe('balanced (power of two choices on in-flight reads)', () => {
     expect(shareOf(picks, 'a')).toBeLessThan(0.6);
   });
 
+  it('at equal load and lag, a clearly smaller share of recent reads wins; close shares are a tie', () => {
+    const policy = balanced({ random: seeded(9) });
+    const candidates = [replica('a', 0), replica('b', 0)];
+    const shares = (a: number | undefined, b: number | undefined) => ({
+      inFlight: () => 0,
+      recentShare: (id: string) => (id === 'a' ? a : b),
+    });
+    for (let i = 0; i < 50; i++) {
+      expect(policy.select(candidates, undefined, shares(0.6, 0.4)).id).toBe('b');
+      expect(policy.select(candidates, undefined, shares(0.3, 0.7)).id).toBe('a');
+    }
+    // In flight and lag still come first.
+    const busy = { ...shares(0.1, 0.9), inFlight: (id: string) => (id === 'a' ? 2 : 0) };
+    expect(policy.select(candidates, undefined, busy).id).toBe('b');
+    const lagging = [replica('a', 2), replica('b', 0)];
+    expect(policy.select(lagging, undefined, shares(0.1, 0.9)).id).toBe('b');
+    for (const [a, b] of [
+      [0.505, 0.495],
+      [undefined, 0.9],
+    ] as const) {
+      const picks = Array.from(
+        { length: 1000 },
+        () => policy.select(candidates, undefined, shares(a, b)).id,
+      );
+      expect(shareOf(picks, 'a')).toBeGreaterThan(0.4);
+      expect(shareOf(picks, 'a')).toBeLessThan(0.6);
+    }
+  });
+
   it('one candidate is returned without drawing; a generator returning 1 stays in range', () => {
     let draws = 0;
     const counting = balanced({
