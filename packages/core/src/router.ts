@@ -1667,10 +1667,12 @@ export class Router<P, C> {
   private overFairShare(id: string): boolean {
     if (!this.spreadsReads) return false;
     const share = this.readShares.share(id);
-    if (share === undefined) return false;
+    const states = this.monitor.states();
+    // Under the even share of all replicas is under it for any healthy subset: no count needed.
+    if (share === undefined || share <= STICKY_SHARE_SLACK / states.length) return false;
     const now = this.clock.now();
     let healthy = 0;
-    for (const state of this.monitor.states()) {
+    for (const state of states) {
       if (!state.paused && isHealthy(state, now, this.health)) healthy++;
     }
     if (healthy < 2 || share <= (1 / healthy) * STICKY_SHARE_SLACK) return false;

@@ -18,8 +18,7 @@ import { normalizeUuid } from './uuid.js';
 export function createMysqlCodec(): PositionCodec<GtidSet> {
   return {
     kind: 'mysql',
-    // Tokens of many users carry the same settled positions (a probe settles many reads at
-    // once): a decoded set is frozen, so one parse serves them all.
+    // Decoded positions are frozen: every token that carries one shares one parse.
     decode: memoizeParse(decodeGtidSetToken),
     encode: encodeGtidSetToken,
     compare(applied: GtidSet, required: GtidSet): Comparison {

@@ -25,8 +25,7 @@ export function createMariadbCodec(
   const compareOptions: MariadbCompareOptions = { strictMode: options.strictMode ?? true };
   return {
     kind: 'mariadb',
-    // Tokens of many users carry the same settled positions (a probe settles many reads at
-    // once): a decoded position is frozen, so one parse serves them all.
+    // Decoded positions are frozen: every token that carries one shares one parse.
     decode: memoizeParse(decodeMariadbPositionToken),
     encode: encodeMariadbPositionToken,
     compare(applied: MariadbGtidPosition, required: MariadbGtidPosition): Comparison {
