@@ -1,4 +1,4 @@
-import type { Adapter } from './adapter.js';
+import type { Adapter, WaitOutcome } from './adapter.js';
 import { afterDue, type Clock } from './clock.js';
 import type { ReplicaMonitor } from './monitor/types.js';
 import type { PositionCodec } from './position.js';
@@ -148,6 +148,7 @@ export class CatchUpWatchers<P> {
     for (const watcher of this.watchers.values()) {
       for (const waiter of watcher.waiters) this.settle(waiter, undefined, undefined);
       watcher.wake();
+      watcher.cancelDetached();
     }
   }
 
@@ -176,7 +177,7 @@ export class CatchUpWatchers<P> {
     for (const watcher of waiter.watchers) {
       // A server-side wait in flight for it counts, even if another candidate answered first.
       if (watcher.waitingOnServer) waiter.serverSide = true;
-      watcher.remove(waiter);
+      watcher.remove(waiter, replica !== undefined && replica !== watcher.id);
     }
     waiter.signal?.removeEventListener('abort', waiter.onAbort);
     waiter.resolve({ replica, by, serverSide: waiter.serverSide });
@@ -213,6 +214,13 @@ class Watcher<P> {
   private guardStop: AbortController | undefined;
   /** The server-side wait in flight: its position and when it times out. */
   private serverWait: { readonly target: P; readonly until: number } | undefined;
+  /**
+   * Cancels the server-side wait left running after its last waiter went (see
+   * {@link Watcher.serverSideRound}); at most one per replica.
+   */
+  private detached: AbortController | undefined;
+  /** The last waiter to leave left because another candidate had applied its position. */
+  private lastLeftReached = false;
   private earliestDeadline = Number.POSITIVE_INFINITY;
   /** Applied position at the last scan, and whether waiters joined since. */
   private scanned: P | undefined;
@@ -250,14 +258,27 @@ class Watcher<P> {
     return this.serverWait !== undefined;
   }
 
-  remove(waiter: Waiter<P>): void {
+  /**
+   * `reachedElsewhere`: the waiter leaves because another candidate applied its position, so
+   * this replica is likely catching up too (see {@link Watcher.serverSideRound}).
+   */
+  remove(waiter: Waiter<P>, reachedElsewhere = false): void {
     if (!this.waiters.delete(waiter)) return;
     if (waiter.serverSideOn === this.id) this.serverSideWanted--;
-    if (this.waiters.size === 0) this.wake();
+    if (this.waiters.size === 0) {
+      this.lastLeftReached = reachedElsewhere;
+      this.wake();
+    }
   }
 
   wake(): void {
     this.interrupt.abort();
+  }
+
+  /** Cancel the server-side wait left running, if any (close). */
+  cancelDetached(): void {
+    this.detached?.abort();
+    this.detached = undefined;
   }
 
   private interruptSignal(): AbortSignal {
@@ -338,19 +359,34 @@ class Watcher<P> {
     return false;
   }
 
-  /** One server-side wait for the lowest position waited for, until the earliest deadline. */
+  /**
+   * One server-side wait for the lowest position waited for, until the earliest deadline.
+   *
+   * Cancelling a statement that waits costs its connection (the adapters close it: a running
+   * query cannot be stopped otherwise, and MySQL also needs a KILL QUERY from another
+   * connection), and the next wait opens a new one. So when the last waiter leaves because
+   * another candidate applied its position first (a probe there answered before this wait woke:
+   * about half the waits with two replicas measured so), the wait is left to end on the server
+   * instead: the replica is catching up, the wait returns within moments, and its connection goes
+   * back to the pool. It is still bounded by its own timeout (the earliest deadline when it was
+   * sent), one such wait at most per replica, and close cancels it. A waiter that leaves by its
+   * deadline or its caller's abort, or a wait that must be planned again for waiters still here,
+   * cancels it as before.
+   */
   private async serverSideRound(): Promise<void> {
     const { adapter, clock, monitor } = this.owner.options;
     const waitFor = adapter.waitFor!;
     const target = this.lowest();
     const until = this.earliestDeadline;
-    const signal = this.interruptSignal();
+    const woken = this.interruptSignal();
+    const cancel = new AbortController();
     this.serverWait = { target, until };
-    let outcome: Awaited<ReturnType<typeof waitFor>>;
+    const waiting = waitFor(this.id, target, until - clock.now(), { signal: cancel.signal });
+    let outcome: Awaited<ReturnType<typeof waitFor>> | undefined;
     try {
-      outcome = await waitFor(this.id, target, until - clock.now(), { signal });
+      outcome = await raceAbort(waiting, woken);
     } catch (error) {
-      if (!signal.aborted) {
+      if (!cancel.signal.aborted) {
         monitor.reportFailure(this.id, error);
         // Probes for the rest of this run; they tell when the replica answers again.
         this.probesOnly = true;
@@ -358,6 +394,21 @@ class Watcher<P> {
       return;
     } finally {
       this.serverWait = undefined;
+    }
+    if (outcome === undefined) {
+      // Woken before the server answered.
+      if (
+        this.waiters.size === 0 &&
+        this.lastLeftReached &&
+        this.detached === undefined &&
+        !this.owner.isClosed
+      ) {
+        this.detach(waiting, cancel);
+      } else {
+        cancel.abort();
+        waiting.catch(() => undefined);
+      }
+      return;
     }
     if (outcome.outcome === 'unsupported') {
       this.probesOnly = true;
@@ -375,6 +426,26 @@ class Watcher<P> {
       // Never covered here; probes keep the view current until the waiters go elsewhere.
       this.probesOnly = true;
     }
+  }
+
+  /** Let a wait nobody needs any more end on the server; what it saw still updates the view. */
+  private detach(waiting: Promise<WaitOutcome<P>>, cancel: AbortController): void {
+    this.detached = cancel;
+    const { monitor } = this.owner.options;
+    waiting
+      .then((outcome) => {
+        if (
+          outcome.outcome === 'reached' &&
+          outcome.applied !== undefined &&
+          !cancel.signal.aborted
+        ) {
+          monitor.observe(this.id, outcome.applied);
+        }
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.detached === cancel) this.detached = undefined;
+      });
   }
 
   /** One probe through the monitor (shared with its own polling), then a pause. */
@@ -458,4 +529,26 @@ class Watcher<P> {
     }
     return lowest as P;
   }
+}
+
+/**
+ * `work`'s result, or undefined as soon as `signal` aborts (`work` goes on). Rejects when `work`
+ * rejects first.
+ */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }

@@ -55,11 +55,23 @@ export class PrimarySamples<P> {
    * lacked something the primary had. Undefined when it covers every sample (or there is none).
    */
   behindSince(applied: P): number | undefined {
-    // Samples only grow along one history, so the first one not covered is the oldest missing.
-    for (const sample of this.samples) {
-      if (this.codec.compare(applied, sample.position) !== 'covered') return sample.seenAt;
+    // Samples only grow along one history: a position that covers one covers every earlier one,
+    // so the covered samples are a prefix and the first one not covered is the oldest missing.
+    // Found by bisection: this runs on every probe answer, and a compare of set-shaped positions
+    // (GTID sets) costs microseconds, so scanning 64 samples per probe showed in profiles.
+    const samples = this.samples;
+    const last = samples[samples.length - 1];
+    if (last === undefined || this.codec.compare(applied, last.position) === 'covered') {
+      return undefined;
     }
-    return undefined;
+    let low = 0;
+    let high = samples.length - 1;
+    while (low < high) {
+      const middle = (low + high) >> 1;
+      if (this.codec.compare(applied, samples[middle]!.position) === 'covered') low = middle + 1;
+      else high = middle;
+    }
+    return samples[low]!.seenAt;
   }
 
   /**

@@ -43,9 +43,57 @@ describe('waiting on several candidates', () => {
     expect(f.events.wait).toEqual([
       expect.objectContaining({ replica: 'r2', reached: true, serverSide: true }),
     ]);
-    // The server-side wait on r1 was cancelled once nobody needed it.
-    expect(f.adapter.calls.waits[0]?.signal.aborted).toBe(true);
+    // The server-side wait on r1 is left to end on the server (cancelling it would cost its
+    // connection): not aborted, and bounded by its own timeout, after which nothing is pending.
+    const leftRunning = f.adapter.calls.waits[0]!;
+    expect(leftRunning.signal.aborted).toBe(false);
+    await f.clock.advance(leftRunning.timeoutMs);
+    expect(leftRunning.signal.aborted).toBe(false);
     expect(f.clock.pendingSleeps()).toBe(0);
+  });
+
+  it('a wait left running after its waiter was served elsewhere updates the view when it ends', async () => {
+    const f = await routerFixture({
+      configure: (a) => {
+        a.primary.position = cp('1.12');
+        a.setAll({ applied: cp('1.10') });
+        a.replica('r1').lagSeconds = 0.1;
+        a.replica('r2').lagSeconds = 2;
+      },
+    });
+    f.clock.at(30, () => {
+      f.adapter.replica('r2').applied = cp('1.12');
+    });
+    f.clock.at(45, () => {
+      f.adapter.replica('r1').applied = cp('1.12');
+    });
+    const { decision } = await f.read(sessionAt('1.12'));
+    expect(decision).toMatchObject({ target: 'r2', reason: 'replica-waited', waitedMs: 30 });
+    await f.clock.advance(20);
+    expect(f.adapter.calls.waits).toHaveLength(1);
+    expect(f.adapter.calls.waits[0]?.signal.aborted).toBe(false);
+    // r1's own answer, not a probe, raised the router's view of it.
+    const probesOfR1 = f.adapter.calls.probes.filter((p) => p.target === 'r1').length;
+    expect(cpText(f.router.monitor.state('r1')!.applied!)).toBe('1.12');
+    expect(f.adapter.calls.probes.filter((p) => p.target === 'r1').length).toBe(probesOfR1);
+  });
+
+  it('close cancels a wait left running', async () => {
+    const f = await routerFixture({
+      configure: (a) => {
+        a.primary.position = cp('1.12');
+        a.setAll({ applied: cp('1.10') });
+        a.replica('r1').lagSeconds = 0.1;
+        a.replica('r2').lagSeconds = 2;
+      },
+    });
+    f.clock.at(30, () => {
+      f.adapter.replica('r2').applied = cp('1.12');
+    });
+    await f.read(sessionAt('1.12'));
+    expect(f.adapter.calls.waits[0]?.signal.aborted).toBe(false);
+    await f.router.close();
+    expect(f.adapter.calls.waits[0]?.signal.aborted).toBe(true);
   });
 
   it('the server-side wait still wins when the best replica is the one that catches up', async () => {
