@@ -18,6 +18,12 @@ import type { PositionCodec } from './position.js';
  */
 export const SERVER_SIDE_MAX_WAITERS = 16;
 
+/**
+ * How long past its own timeout a server-side wait left running (its reads were served
+ * elsewhere) may go unanswered before it is cancelled after all.
+ */
+const DETACHED_GRACE_MS = 1000;
+
 export interface CatchUpWatchersOptions<P> {
   /** Read at call time: an adapter may learn only from its probes that its servers can wait. */
   readonly adapter: Pick<Adapter<P, unknown>, 'waitFor' | 'probeBeforeWaitMs'>;
@@ -403,7 +409,7 @@ class Watcher<P> {
         this.detached === undefined &&
         !this.owner.isClosed
       ) {
-        this.detach(waiting, cancel);
+        this.detach(waiting, cancel, until);
       } else {
         cancel.abort();
         waiting.catch(() => undefined);
@@ -428,10 +434,20 @@ class Watcher<P> {
     }
   }
 
-  /** Let a wait nobody needs any more end on the server; what it saw still updates the view. */
-  private detach(waiting: Promise<WaitOutcome<P>>, cancel: AbortController): void {
+  /**
+   * Let a wait nobody needs any more end on the server; what it saw still updates the view. A
+   * server that never answers (cut off by a partition) must not keep the connection: the wait is
+   * cancelled {@link DETACHED_GRACE_MS} after its own timeout.
+   */
+  private detach(waiting: Promise<WaitOutcome<P>>, cancel: AbortController, until: number): void {
     this.detached = cancel;
-    const { monitor } = this.owner.options;
+    const { monitor, clock } = this.owner.options;
+    const ended = new AbortController();
+    void clock
+      .sleep(Math.max(0, until - clock.now()) + DETACHED_GRACE_MS, ended.signal)
+      .then(() => {
+        if (!ended.signal.aborted) cancel.abort();
+      });
     waiting
       .then((outcome) => {
         if (
@@ -444,6 +460,7 @@ class Watcher<P> {
       })
       .catch(() => undefined)
       .finally(() => {
+        ended.abort();
         if (this.detached === cancel) this.detached = undefined;
       });
   }

@@ -78,6 +78,35 @@ describe('waiting on several candidates', () => {
     expect(f.adapter.calls.probes.filter((p) => p.target === 'r1').length).toBe(probesOfR1);
   });
 
+  it('a wait left running that the server never answers is cancelled a second after its timeout', async () => {
+    const f = await routerFixture({
+      configure: (a) => {
+        a.primary.position = cp('1.12');
+        a.setAll({ applied: cp('1.10') });
+        a.replica('r1').lagSeconds = 0.1;
+        a.replica('r2').lagSeconds = 2;
+      },
+      // A partitioned server: the wait answers nothing until it is aborted.
+      adapter: {
+        waitBehaviour: (call) =>
+          new Promise((_, reject) => {
+            call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
+          }),
+      },
+    });
+    f.clock.at(30, () => {
+      f.adapter.replica('r2').applied = cp('1.12');
+    });
+    const { decision } = await f.read(sessionAt('1.12'));
+    expect(decision).toMatchObject({ target: 'r2', reason: 'replica-waited' });
+    const wait = f.adapter.calls.waits[0]!;
+    await f.clock.advance(wait.timeoutMs - 30 + 999);
+    expect(wait.signal.aborted).toBe(false);
+    await f.clock.advance(2);
+    expect(wait.signal.aborted).toBe(true);
+    expect(f.clock.pendingSleeps()).toBe(0);
+  });
+
   it('close cancels a wait left running', async () => {
     const f = await routerFixture({
       configure: (a) => {
