@@ -85,7 +85,7 @@ export class Tally {
 
 /**
  * A router with counters that only run while a {@link Tally} is active: probe calls per replica
- * (the adapter's `probe`, wrapped: the monitor's polls, waits that poll, post-read probes),
+ * (the adapter's `probe` and `observe`, wrapped: the monitor's polls, waits that poll, settling),
  * decisions and waits (router events), round trips (`adapter.roundTrips()`), cap rejections.
  */
 export class InstrumentedRouter<C> {
@@ -95,11 +95,22 @@ export class InstrumentedRouter<C> {
     readonly adapter: BenchAdapter<C>,
     readonly router: Router<unknown, C>,
   ) {
+    const count = (id: string) => {
+      if (this.current) this.current.probes.set(id, (this.current.probes.get(id) ?? 0) + 1);
+    };
     const probe = adapter.probe.bind(adapter);
     adapter.probe = (id, context) => {
-      if (this.current) this.current.probes.set(id, (this.current.probes.get(id) ?? 0) + 1);
+      count(id);
       return probe(id, context);
     };
+    // Position-only observations (settling, catch-up watching) are probes too, if cheaper ones.
+    const observe = adapter.observe?.bind(adapter);
+    if (observe) {
+      adapter.observe = (id, context) => {
+        count(id);
+        return observe(id, context);
+      };
+    }
     router.events.on('decision', (decision: RouteDecision) => {
       const tally = this.current;
       if (!tally) return;

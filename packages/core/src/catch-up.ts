@@ -469,7 +469,10 @@ class Watcher<P> {
   private async probeRound(): Promise<void> {
     const { clock, monitor, codec, pollIntervalMs } = this.owner.options;
     // A slow probe must not keep a read past its deadline: stop listening at the earliest one.
-    const probe = monitor.refresh(this.id).catch(() => undefined);
+    // The position is all a catch-up needs: the cheap refresh where the monitor has one.
+    const probe = (
+      monitor.refreshPosition ? monitor.refreshPosition(this.id) : monitor.refresh(this.id)
+    ).catch(() => undefined);
     await (Number.isFinite(this.earliestDeadline)
       ? Promise.race([probe, this.deadlineGuard()])
       : probe);

@@ -430,6 +430,9 @@ export class Router<P, C> {
           codec: this.adapter.codec,
           replicas: this.adapter.replicas,
           probe: (id, context) => this.adapter.probe(id, context),
+          observe: this.adapter.observe
+            ? (id, context) => this.adapter.observe!(id, context)
+            : undefined,
           probePrimary: (context) => this.adapter.probePrimary(context),
           classifyAgainstPrimary: this.adapter.classifyAgainstPrimary
             ? (primary, applied) => this.adapter.classifyAgainstPrimary!(primary, applied)

@@ -195,7 +195,7 @@ class PgClusterAdapter implements PgAdapter {
         // The router settles the position from a shared probe sent after the read (no round trip
         // here); asked to observe, take it on the same connection: at least as new as what it saw.
         if (context.observe === false) return { value };
-        const observed = await this.observe(target, client);
+        const observed = await this.observeOn(target, client);
         return { value, observed };
       },
     );
@@ -343,7 +343,7 @@ class PgClusterAdapter implements PgAdapter {
     throw new TransactionLeftOpenError(PgErrorCode.TransactionLeftOpen);
   }
 
-  private async observe(target: string, client: pg.PoolClient): Promise<PgPosition> {
+  private async observeOn(target: string, client: pg.PoolClient): Promise<PgPosition> {
     if (target === PRIMARY) {
       return primaryPosition((await client.query(PRIMARY_POSITION_SQL)).rows[0], this.geometry);
     }

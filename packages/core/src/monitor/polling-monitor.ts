@@ -21,6 +21,12 @@ export interface PollingMonitorOptions<P> {
   replicas: readonly string[];
   probe: (id: string, context: ProbeContext<P>) => Promise<ProbeResult<P>>;
   /**
+   * The replica's applied position alone (the adapter's `observe`): settles reads
+   * ({@link PollingMonitor.appliedAfter}) and serves {@link PollingMonitor.refreshPosition}, where
+   * the full probe would cost more. The background polls keep using `probe`.
+   */
+  observe?: ((id: string, context: { signal: AbortSignal }) => Promise<P>) | undefined;
+  /**
    * Probe of the primary's current position; enables lag bytes, impossible-token checks, and the
    * replica history and staleness checks (invariant 9). Without it replicas are `unchecked`.
    */
@@ -61,6 +67,9 @@ interface Slot<P> {
   inFlightTicket: number;
   /** Send ticket of the probe behind the current state. */
   sampledTicket: number;
+  /** The position-only observation in flight (see PollingMonitorOptions.observe) and its ticket. */
+  observing: Promise<boolean> | undefined;
+  observingTicket: number;
 }
 
 /**
@@ -81,11 +90,13 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
       | 'classifyAgainstPrimary'
       | 'coveredNeedsVerdict'
       | 'shouldPoll'
+      | 'observe'
     >
   >;
   private readonly shouldPoll: (node: string) => boolean;
   private readonly codec: PositionCodec<P>;
   private readonly probeFn: PollingMonitorOptions<P>['probe'];
+  private readonly observeFn: PollingMonitorOptions<P>['observe'];
   private readonly probePrimaryFn: PollingMonitorOptions<P>['probePrimary'];
   private readonly classify: PollingMonitorOptions<P>['classifyAgainstPrimary'];
   private readonly coveredNeedsVerdict: boolean;
@@ -127,6 +138,7 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     this.options = { intervalMs, probeTimeoutMs, backoffInitialMs, backoffMaxMs };
     this.codec = options.codec;
     this.probeFn = options.probe;
+    this.observeFn = options.observe;
     this.probePrimaryFn = options.probePrimary;
     this.classify = options.classifyAgainstPrimary;
     this.coveredNeedsVerdict = options.coveredNeedsVerdict ?? false;
@@ -152,6 +164,8 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
       inFlight: undefined,
       inFlightTicket: -1,
       sampledTicket: -1,
+      observing: undefined,
+      observingTicket: -1,
     }));
     for (const slot of this.slots) this.byId.set(slot.state.id, slot);
     this.snapshot = this.slots.map((s) => s.state);
@@ -204,9 +218,22 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     return this.sends;
   }
 
+  async refreshPosition(id: string): Promise<void> {
+    const slot = this.byId.get(id);
+    if (!slot) return;
+    if (this.observeFn && slot.state.reachable && (await this.observeSlot(slot))) return;
+    await this.probeSlot(slot);
+  }
+
   async appliedAfter(id: string, ticket: number): Promise<P> {
     const slot = this.byId.get(id);
     if (!slot) throw new ConfigError(`Unknown replica "${id}".`);
+    if (this.observeFn && slot.state.reachable && slot.sampledTicket <= ticket) {
+      // The position alone settles a read: share an observation sent late enough, or send one.
+      const inFlight = slot.observing;
+      if (inFlight && slot.observingTicket > ticket) await inFlight;
+      else await this.observeSlot(slot);
+    }
     // At most: the probe in flight (if sent too early) and one more.
     for (let round = 0; round < 3; round++) {
       const state = slot.state;
@@ -370,6 +397,40 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   private backoffDelay(failures: number): number {
     const exponent = Math.min(failures - 1, 20);
     return Math.min(this.options.backoffMaxMs, this.options.backoffInitialMs * 2 ** exponent);
+  }
+
+  /**
+   * One position-only observation at a time per replica; concurrent callers share it. True when
+   * it raised the view to cover what it saw (the view then answers for its ticket); false when it
+   * failed or saw something the view cannot take in as it is (another history: a full probe
+   * decides). Never rejects.
+   */
+  private observeSlot(slot: Slot<P>): Promise<boolean> {
+    if (slot.observing) return slot.observing;
+    const ticket = ++this.sends;
+    slot.observingTicket = ticket;
+    const run = async (): Promise<boolean> => {
+      const controller = new AbortController();
+      let applied: P;
+      try {
+        applied = await this.withTimeout(
+          this.observeFn!(slot.state.id, { signal: controller.signal }),
+          controller,
+        );
+      } catch {
+        return false;
+      }
+      if (this.closed) return false;
+      this.observe(slot.state.id, applied);
+      const now = slot.state.applied;
+      if (now === undefined || this.codec.compare(now, applied) !== 'covered') return false;
+      slot.sampledTicket = Math.max(slot.sampledTicket, ticket);
+      return true;
+    };
+    slot.observing = run().finally(() => {
+      slot.observing = undefined;
+    });
+    return slot.observing;
   }
 
   /** One probe at a time per replica; concurrent callers share the one in flight. */

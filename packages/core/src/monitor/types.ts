@@ -114,6 +114,11 @@ export interface ReplicaMonitor<P> {
   reportFailure(id: string, error: unknown): void;
   /** Probe one replica now (or all when `id` is omitted) and wait for the result. */
   refresh(id?: string): Promise<void>;
+  /**
+   * Learn one replica's applied position now, as cheaply as the adapter can (its `observe`),
+   * else as {@link ReplicaMonitor.refresh}. Optional: catch-up watchers use it when present.
+   */
+  refreshPosition?(id: string): Promise<void>;
   /** Probe the primary now and return its position, when the monitor can. */
   refreshPrimary(): Promise<P | undefined>;
   /**

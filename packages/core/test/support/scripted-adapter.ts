@@ -94,6 +94,8 @@ export interface AdapterCalls {
     readonly primary: CounterPosition | undefined;
   }>;
   readonly writes: Array<{ readonly at: number; readonly options: WriteOptions }>;
+  /** Position-only observations by replica id (only with `observe: true`). */
+  readonly observes: Array<{ readonly target: string; readonly at: number }>;
   closes: number;
 }
 
@@ -104,6 +106,8 @@ export interface ScriptedAdapterOptions {
   codec?: PositionCodec<CounterPosition>;
   /** Clock for scripted delays and waits. Default the system clock. */
   clock?: Clock;
+  /** Offer `observe` (the applied position alone). Default false. */
+  observe?: boolean;
   /** Offer `waitFor` (a server-side wait). Default true; false makes the router poll probes. */
   serverSideWait?: boolean;
   /**
@@ -122,9 +126,17 @@ export class ScriptedAdapter implements Adapter<CounterPosition, ScriptedConnect
   readonly codec: PositionCodec<CounterPosition>;
   readonly replicas: readonly string[];
   readonly primary: ScriptedPrimary;
-  readonly calls: AdapterCalls = { reads: [], waits: [], probes: [], writes: [], closes: 0 };
+  readonly calls: AdapterCalls = {
+    reads: [],
+    waits: [],
+    probes: [],
+    writes: [],
+    observes: [],
+    closes: 0,
+  };
   // Declared, not initialised: the router must see these as absent unless configured.
   declare waitFor?: NonNullable<Adapter<CounterPosition, ScriptedConnection>['waitFor']>;
+  declare observe?: NonNullable<Adapter<CounterPosition, ScriptedConnection>['observe']>;
   declare isRetryable?: (error: unknown) => boolean;
   /** Unset unless a test sets it (see Adapter.probeBeforeWaitMs). */
   probeBeforeWaitMs?: number;
@@ -164,6 +176,15 @@ export class ScriptedAdapter implements Adapter<CounterPosition, ScriptedConnect
       };
     }
     if (options.isRetryable) this.isRetryable = options.isRetryable;
+    if (options.observe) {
+      this.observe = async (id) => {
+        this.calls.observes.push({ target: id, at: this.clock.now() });
+        const node = this.replica(id);
+        if (node.probeDelayMs > 0) await this.clock.sleep(node.probeDelayMs);
+        if (!node.reachable) throw new ScriptedConnectionError(`${id} is unreachable`);
+        return node.applied;
+      };
+    }
   }
 
   /** The scripted state of one replica; mutate its fields to change what the router sees. */

@@ -416,3 +416,94 @@ describe('events', () => {
     expect(monitor.state('r1')?.reachable).toBe(true);
   });
 });
+
+describe('position-only observations (adapter observe)', () => {
+  /** A monitor whose adapter offers `observe`; counts both kinds of calls per replica. */
+  function withObserve(observe?: (id: string) => Promise<CounterPosition>) {
+    const counts = { probes: 0, observes: 0 };
+    let ref: ReturnType<typeof setup> | undefined;
+    const made = setup({
+      probe: (id, context) => {
+        counts.probes++;
+        return ref!.adapter.probe(id, context);
+      },
+      observe: async (id) => {
+        counts.observes++;
+        if (observe) return observe(id);
+        return ref!.adapter.replica(id).applied;
+      },
+    });
+    ref = made;
+    return { ...made, counts };
+  }
+
+  it('settles a read from an observation, not a probe', async () => {
+    const { adapter, monitor, counts } = withObserve();
+    await monitor.refresh('r1');
+    const ticket = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.15');
+    counts.probes = 0;
+    expect(cpText(await monitor.appliedAfter('r1', ticket))).toBe('1.15');
+    expect(counts).toEqual({ probes: 0, observes: 1 });
+    // The background sample keeps its time: an observation says nothing about pause or lag.
+    expect(appliedText(monitor)).toBe('1.15');
+  });
+
+  it('one observation settles every read that finished before it was sent', async () => {
+    const { adapter, monitor, counts } = withObserve();
+    await monitor.refresh('r1');
+    const ticket = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.12');
+    const settled = await Promise.all([1, 2, 3].map(() => monitor.appliedAfter('r1', ticket)));
+    expect(settled.map(cpText)).toEqual(['1.12', '1.12', '1.12']);
+    expect(counts.observes).toBe(1);
+  });
+
+  it('falls back to a full probe when the observation fails', async () => {
+    const { adapter, monitor, counts } = withObserve(() =>
+      Promise.reject(new Error('observation failed')),
+    );
+    await monitor.refresh('r1');
+    const ticket = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.13');
+    counts.probes = 0;
+    expect(cpText(await monitor.appliedAfter('r1', ticket))).toBe('1.13');
+    expect(counts).toEqual({ probes: 1, observes: 1 });
+  });
+
+  it('an observation from another history is left to a full probe', async () => {
+    // History 2 forked from history 1 at 1.11: a replica now at 2.20 lost 1.12.
+    const { adapter, monitor, counts } = withObserve(async () => cp('2.20'));
+    await monitor.refresh('r1');
+    adapter.replica('r1').applied = cp('1.12');
+    await monitor.refresh('r1');
+    const ticket = monitor.ticket();
+    adapter.replica('r1').applied = cp('2.20');
+    counts.probes = 0;
+    const settled = await monitor.appliedAfter('r1', ticket);
+    // The observation could not raise 1.12 to 2.20 (not covered): the probe decided.
+    expect(counts).toEqual({ probes: 1, observes: 1 });
+    expect(cpText(settled)).toBe('2.20');
+  });
+
+  it('refreshPosition observes when it can and probes otherwise', async () => {
+    const { adapter, monitor, counts } = withObserve();
+    // Not reachable yet (never probed): a full probe.
+    await monitor.refreshPosition('r1');
+    expect(counts).toEqual({ probes: 1, observes: 0 });
+    adapter.replica('r1').applied = cp('1.14');
+    await monitor.refreshPosition('r1');
+    expect(counts).toEqual({ probes: 1, observes: 1 });
+    expect(appliedText(monitor)).toBe('1.14');
+  });
+
+  it('without observe, appliedAfter probes as before', async () => {
+    const { adapter, monitor } = setup();
+    await monitor.refresh('r1');
+    const probes = adapter.calls.probes.length;
+    const ticket = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.16');
+    expect(cpText(await monitor.appliedAfter('r1', ticket))).toBe('1.16');
+    expect(adapter.calls.probes.length).toBe(probes + 1);
+  });
+});

@@ -157,6 +157,25 @@ describe('waiting on several candidates', () => {
     expect(f.clock.pendingSleeps()).toBe(0);
   });
 
+  it('with an adapter that offers observe, a catch-up watches the position alone', async () => {
+    const f = await routerFixture({
+      adapter: { serverSideWait: false, observe: true },
+      configure: (a) => {
+        a.primary.position = cp('1.12');
+        a.setAll({ applied: cp('1.10') });
+      },
+    });
+    f.clock.at(6, () => {
+      f.adapter.replica('r2').applied = cp('1.12');
+    });
+    const probesBefore = f.adapter.calls.probes.filter((p) => p.target !== 'primary').length;
+    const { decision } = await f.read(sessionAt('1.12'));
+    expect(decision).toMatchObject({ target: 'r2', reason: 'replica-waited' });
+    // The watchers observed every millisecond; no full replica probe was sent for the wait.
+    expect(f.adapter.calls.observes.length).toBeGreaterThanOrEqual(6);
+    expect(f.adapter.calls.probes.filter((p) => p.target !== 'primary').length).toBe(probesBefore);
+  });
+
   it("the caller's abort ends the wait on every candidate at once", async () => {
     const f = await routerFixture({
       adapter: { serverSideWait: false },
