@@ -2,6 +2,7 @@ import type { Adapter, WaitOutcome } from './adapter.js';
 import { afterDue, type Clock } from './clock.js';
 import type { ReplicaMonitor } from './monitor/types.js';
 import type { PositionCodec } from './position.js';
+import { untilAborted } from './until-aborted.js';
 
 /**
  * A watcher waits on the server only while fewer reads than this wait on its replica; from this
@@ -390,14 +391,18 @@ class Watcher<P> {
     const waiting = waitFor(this.id, target, until - clock.now(), { signal: cancel.signal });
     let outcome: Awaited<ReturnType<typeof waitFor>> | undefined;
     try {
-      outcome = await raceAbort(waiting, woken);
+      outcome = await untilAborted(waiting, woken);
     } catch (error) {
-      if (!cancel.signal.aborted) {
-        monitor.reportFailure(this.id, error);
-        // Probes for the rest of this run; they tell when the replica answers again.
-        this.probesOnly = true;
+      if (!(woken.aborted && error === woken.reason)) {
+        if (!cancel.signal.aborted) {
+          monitor.reportFailure(this.id, error);
+          // Probes for the rest of this run; they tell when the replica answers again.
+          this.probesOnly = true;
+        }
+        return;
       }
-      return;
+      // Woken before the server answered: the wait goes on, see below.
+      outcome = undefined;
     } finally {
       this.serverWait = undefined;
     }
@@ -549,26 +554,4 @@ class Watcher<P> {
     }
     return lowest as P;
   }
-}
-
-/**
- * `work`'s result, or undefined as soon as `signal` aborts (`work` goes on). Rejects when `work`
- * rejects first.
- */
-function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return Promise.resolve(undefined);
-  return new Promise<T | undefined>((resolve, reject) => {
-    const onAbort = () => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

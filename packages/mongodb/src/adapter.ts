@@ -16,6 +16,7 @@ import {
   type RoundTrips,
   requireOptionsObject,
   TransactionLeftOpenError,
+  untilAborted,
   validateNonEmptyString,
   validateNonNegative,
   validateOneOf,
@@ -628,30 +629,6 @@ function toClusterTime(signed: NonNullable<MongoPosition['clusterTime']>): Clust
       keyId: BSON.Long.fromBigInt(BigInt(signed.keyId)),
     },
   };
-}
-
-/**
- * `work`, or the signal's reason as soon as it aborts. The driver cannot stop most operations
- * once sent, so the caller is answered at once and the operation's late result is dropped.
- */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  work.catch(() => undefined);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }
 
 /** A driver client; a URI the driver cannot parse is a configuration error, said at startup. */

@@ -38,6 +38,7 @@ export {
   type TokenBucketOptions,
 } from '../rate-limiter.js';
 export { isSocketError, SOCKET_ERROR_CODES, someErrorInChain } from '../transient.js';
+export { untilAborted } from '../until-aborted.js';
 export { parseBase36BigInt } from './base36.js';
 export {
   AdapterError,

@@ -22,15 +22,19 @@ import { closeFixtures, routerFixture, sessionAt } from './helpers/router-fixtur
 afterEach(closeFixtures);
 
 describe('waiting on several candidates', () => {
-  it('the least lagged replica stalls, another catches up after 30 ms: replica-waited there', async () => {
-    const f = await routerFixture({
+  /** Both replicas at 1.10, the primary at 1.12; r1 looks best (least lagged), r2 lags more. */
+  const bestLooksFirst = (adapter?: NonNullable<Parameters<typeof routerFixture>[0]>['adapter']) =>
+    routerFixture({
+      ...(adapter ? { adapter } : {}),
       configure: (a) => {
         a.primary.position = cp('1.12');
         a.setAll({ applied: cp('1.10') });
-        a.replica('r1').lagSeconds = 0.1; // looks best, but stalls
+        a.replica('r1').lagSeconds = 0.1;
         a.replica('r2').lagSeconds = 2;
       },
     });
+  it('the least lagged replica stalls, another catches up after 30 ms: replica-waited there', async () => {
+    const f = await bestLooksFirst();
     f.clock.at(30, () => {
       f.adapter.replica('r2').applied = cp('1.12');
     });
@@ -53,14 +57,7 @@ describe('waiting on several candidates', () => {
   });
 
   it('a wait left running after its waiter was served elsewhere updates the view when it ends', async () => {
-    const f = await routerFixture({
-      configure: (a) => {
-        a.primary.position = cp('1.12');
-        a.setAll({ applied: cp('1.10') });
-        a.replica('r1').lagSeconds = 0.1;
-        a.replica('r2').lagSeconds = 2;
-      },
-    });
+    const f = await bestLooksFirst();
     f.clock.at(30, () => {
       f.adapter.replica('r2').applied = cp('1.12');
     });
@@ -79,20 +76,12 @@ describe('waiting on several candidates', () => {
   });
 
   it('a wait left running that the server never answers is cancelled a second after its timeout', async () => {
-    const f = await routerFixture({
-      configure: (a) => {
-        a.primary.position = cp('1.12');
-        a.setAll({ applied: cp('1.10') });
-        a.replica('r1').lagSeconds = 0.1;
-        a.replica('r2').lagSeconds = 2;
-      },
-      // A partitioned server: the wait answers nothing until it is aborted.
-      adapter: {
-        waitBehaviour: (call) =>
-          new Promise((_, reject) => {
-            call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
-          }),
-      },
+    // A partitioned server: the wait answers nothing until it is aborted.
+    const f = await bestLooksFirst({
+      waitBehaviour: (call) =>
+        new Promise((_, reject) => {
+          call.signal.addEventListener('abort', () => reject(call.signal.reason), { once: true });
+        }),
     });
     f.clock.at(30, () => {
       f.adapter.replica('r2').applied = cp('1.12');
@@ -108,14 +97,7 @@ describe('waiting on several candidates', () => {
   });
 
   it('close cancels a wait left running', async () => {
-    const f = await routerFixture({
-      configure: (a) => {
-        a.primary.position = cp('1.12');
-        a.setAll({ applied: cp('1.10') });
-        a.replica('r1').lagSeconds = 0.1;
-        a.replica('r2').lagSeconds = 2;
-      },
-    });
+    const f = await bestLooksFirst();
     f.clock.at(30, () => {
       f.adapter.replica('r2').applied = cp('1.12');
     });
@@ -126,14 +108,7 @@ describe('waiting on several candidates', () => {
   });
 
   it('the server-side wait still wins when the best replica is the one that catches up', async () => {
-    const f = await routerFixture({
-      configure: (a) => {
-        a.primary.position = cp('1.12');
-        a.setAll({ applied: cp('1.10') });
-        a.replica('r1').lagSeconds = 0.1;
-        a.replica('r2').lagSeconds = 2;
-      },
-    });
+    const f = await bestLooksFirst();
     f.clock.at(20, () => {
       f.adapter.replica('r1').applied = cp('1.12');
     });
