@@ -407,7 +407,7 @@ class Watcher<P> {
       this.serverWait = undefined;
     }
     if (outcome === undefined) {
-      // Woken before the server answered.
+      // Left running only when nobody waits any more because another candidate got there.
       if (
         this.waiters.size === 0 &&
         this.lastLeftReached &&

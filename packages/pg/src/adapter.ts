@@ -46,6 +46,7 @@ import {
   COMMIT_AND_CAPTURE_SQL,
   historyFilePath,
   NODE_POSITION_SQL,
+  OBSERVE_SQL,
   PRIMARY_POSITION_SQL,
   PRIMARY_PROBE_SQL,
   READ_HISTORY_FILE_SQL,
@@ -115,6 +116,12 @@ export interface PgAdapter extends Adapter<PgPosition, pg.PoolClient> {
    * `unsupported` at once and the router polls the probes.
    */
   readonly waitFor: NonNullable<Adapter<PgPosition, pg.PoolClient>['waitFor']>;
+  /**
+   * Always present: a replica's applied position and timeline alone, without the probe's pause
+   * state, lag, version and control-file read. The router settles reads and watches catch-ups
+   * with it.
+   */
+  observe(replicaId: string, context: { signal: AbortSignal }): Promise<PgPosition>;
   roundTrips(): PgRoundTrips;
 }
 
@@ -243,6 +250,27 @@ class PgClusterAdapter implements PgAdapter {
         ...(lagSeconds === undefined ? {} : { lagSeconds: Math.max(0, lagSeconds) }),
         ...(lagBytes === undefined ? {} : { lagBytes }),
       };
+    });
+  }
+
+  /**
+   * The replica's position alone: what settling a read and watching a catch-up need. The probe
+   * also reads the pause state, the lag, the version and the last restartpoint's timeline (from
+   * the control file on disk); this asks the replay LSN and the WAL receiver's timeline only
+   * (measured on a PostgreSQL 18 replica, prepared, 2,000 queries per round: 30-39 µs against
+   * the probe's 48-90 µs; `SELECT 1` 23-28 µs). While the receiver is down the timeline is the
+   * last one seen on this replica, never above the real one: at worst the position looks like
+   * another history, and the router then probes in full.
+   */
+  async observe(replicaId: string, context: { signal: AbortSignal }): Promise<PgPosition> {
+    this.lifecycle.assertOpen();
+    const pools = this.pools.replica(replicaId);
+    return withClient(pools.monitor, { signal: context.signal }, async (client) => {
+      const row = (await client.query(this.probeStatement('tidemark_replica_observe', OBSERVE_SQL)))
+        .rows[0] as Record<string, unknown> | undefined;
+      const position = this.replicaPosition(replicaId, row);
+      await this.learnHistory(position.timeline, client);
+      return position;
     });
   }
 

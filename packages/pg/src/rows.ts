@@ -19,11 +19,11 @@ export function primaryPosition(
 }
 
 /**
- * Position of any node from a {@link NODE_POSITION_SQL} row. For a replica the timeline is the
- * WAL receiver's; while it is disconnected, the larger of the last timeline seen on this node and
- * the last restartpoint's timeline. Both can only be at or below the real one (timelines never go
- * back), so a wrong guess can make a replica look like another history, never like it applied
- * something it did not.
+ * Position of any node from a {@link NODE_POSITION_SQL} (or {@link OBSERVE_SQL}) row. For a
+ * replica the timeline is the WAL receiver's; while it is disconnected, the larger of the last
+ * timeline seen on this node and the last restartpoint's timeline (absent from an observation
+ * row). Both can only be at or below the real one (timelines never go back), so a wrong guess can
+ * make a replica look like another history, never like it applied something it did not.
  */
 export function nodePosition(
   row: Row | undefined,

@@ -36,15 +36,25 @@ export const PRIMARY_PROBE_SQL = `${PRIMARY_POSITION_SQL}, current_setting('serv
  * froze at promotion. `received_tli` is NULL while the WAL receiver is disconnected (or the role
  * lacks pg_read_all_stats); `checkpoint_tli` is then a lower bound.
  */
-const NODE_POSITION_COLUMNS = `pg_is_in_recovery() AS in_recovery,
+const OBSERVED_COLUMNS = `pg_is_in_recovery() AS in_recovery,
   CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END::text AS lsn,
   CASE WHEN pg_is_in_recovery() THEN NULL ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END AS wal_tli,
-  r.received_tli,
+  r.received_tli`;
+
+/** The last restartpoint's timeline: read from the control file on disk, so only the probe asks. */
+const NODE_POSITION_COLUMNS = `${OBSERVED_COLUMNS},
   (pg_control_checkpoint()).timeline_id AS checkpoint_tli`;
 
 const RECEIVER_JOIN = 'FROM (SELECT 1) AS one LEFT JOIN pg_stat_wal_receiver AS r ON true';
 
 export const NODE_POSITION_SQL = `SELECT ${NODE_POSITION_COLUMNS} ${RECEIVER_JOIN}`;
+
+/**
+ * A replica's position alone (`Adapter.observe`): the node position without
+ * `pg_control_checkpoint()`. While the WAL receiver is down the timeline is then the last one
+ * seen on the node (see rows.ts), which is never above the real one.
+ */
+export const OBSERVE_SQL = `SELECT ${OBSERVED_COLUMNS} ${RECEIVER_JOIN}`;
 
 /**
  * One-query replica probe: position and timeline (as above), receive LSN, replay pause state, lag

@@ -48,6 +48,10 @@ describe.skipIf(targets.length === 0).each(targets)('%s: failover', (target) => 
       // While the receiver is down the timeline comes from the fallback, still 1.
       const disconnected = await old.probe(n1, { signal: noSignal(), primary: undefined });
       expect(disconnected.applied.timeline).toBe(1);
+      // An observation (no control-file read) labels it with the last timeline seen: also 1.
+      const observed = await old.observe(n1, { signal: noSignal() });
+      expect(observed.timeline).toBe(1);
+      expect(old.codec.compare(observed, disconnected.applied)).toBe('covered');
       lost = (await old.write((c) => c.query('INSERT INTO items VALUES (2)'), {})).position;
       for (const name of [n1, n2]) {
         // Takes effect at the reload the harness sends when it re-points the replica.
@@ -106,6 +110,11 @@ describe.skipIf(targets.length === 0).each(targets)('%s: failover', (target) => 
       // Once settled, the session holds a position on the new timeline.
       await session.settled();
       expect(session.position('main', adapter.codec)?.timeline).toBe(2);
+      // n2 follows the new timeline, and an observation says so (from the WAL receiver).
+      const observed = await adapter.observe(n2, { signal: noSignal() });
+      expect(observed.timeline).toBe(2);
+      expect(adapter.codec.compare(observed, kept)).toBe('covered');
+      expect(adapter.codec.compare(observed, lost)).toBe('other-history');
     } finally {
       await router.close();
     }

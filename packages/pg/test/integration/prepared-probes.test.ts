@@ -42,13 +42,18 @@ describe.skipIf(targets.length === 0).each(targets)('%s: prepared probes', (targ
     await cluster?.teardown();
   });
 
-  /** Probe `replica` `times` times; the log lines that appeared meanwhile. */
-  async function probeAndRead(preparedProbes: boolean | undefined, times: number): Promise<string> {
+  /** Probe (or observe) `replica` `times` times; the log lines that appeared meanwhile. */
+  async function probeAndRead(
+    preparedProbes: boolean | undefined,
+    times: number,
+    call: 'probe' | 'observe' = 'probe',
+  ): Promise<string> {
     const before = readFileSync(log as string, 'utf8').length;
     const adapter = adapterFor(cluster, preparedProbes === undefined ? {} : { preparedProbes });
     try {
       for (let i = 0; i < times; i++) {
-        await adapter.probe(replica, { signal: noSignal(), primary: undefined });
+        if (call === 'observe') await adapter.observe(replica, { signal: noSignal() });
+        else await adapter.probe(replica, { signal: noSignal(), primary: undefined });
       }
     } finally {
       await adapter.close();
@@ -62,6 +67,17 @@ describe.skipIf(targets.length === 0).each(targets)('%s: prepared probes', (targ
     const lines = await probeAndRead(undefined, 5);
     expect(lines.match(/execute tidemark_replica_probe/g)?.length ?? 0).toBeGreaterThanOrEqual(5);
     expect(lines).not.toMatch(/statement: SELECT pg_is_in_recovery\(\)/);
+  });
+
+  it('an observation is a named prepared statement too, without the control-file read', async (ctx) => {
+    if (!log) return ctx.skip();
+    const lines = await probeAndRead(undefined, 5, 'observe');
+    expect(lines.match(/execute tidemark_replica_observe/g)?.length ?? 0).toBeGreaterThanOrEqual(5);
+    expect(lines).not.toMatch(/execute tidemark_replica_probe/);
+    const plain = await probeAndRead(false, 3, 'observe');
+    const statements = plain.match(/statement: SELECT pg_is_in_recovery\(\)[^\n]*/g) ?? [];
+    expect(statements.length).toBeGreaterThanOrEqual(3);
+    expect(plain).not.toMatch(/pg_control_checkpoint/);
   });
 
   it('preparedProbes: false sends the probe as plain text', async (ctx) => {

@@ -57,6 +57,29 @@ describe.skipIf(targets.length === 0).each(targets)('%s: probes and waits', (tar
     expect(result.probe.applied).toEqual(result.primary);
   });
 
+  it('observes a replica position alone: what the probe says, and never behind a write it replayed', async () => {
+    const { position } = await insert();
+    await waitForReplicasToCatchUp(cluster);
+    const observed = await eventually('the replica to replay the write', async () => {
+      const seen = await adapter.observe(n1, { signal: noSignal() });
+      return adapter.codec.compare(seen, position) === 'covered' ? seen : undefined;
+    });
+    expect(observed.timeline).toBe(1);
+    const probe = await adapter.probe(n1, { signal: noSignal(), primary: undefined });
+    expect(adapter.codec.compare(probe.applied, observed)).toBe('covered');
+    expect(adapter.codec.compare(observed, probe.applied)).toBe('covered');
+    // The control: with replay paused, a new write is not in what the replica reports.
+    await cluster.pauseReplay(n1);
+    try {
+      const { position: unseen } = await insert();
+      const stale = await adapter.observe(n1, { signal: noSignal() });
+      expect(adapter.codec.compare(stale, unseen)).toBe('behind');
+    } finally {
+      await cluster.resumeReplay(n1);
+    }
+    await waitForReplicasToCatchUp(cluster);
+  });
+
   it('sees a paused replica: paused, growing lag in seconds, lag in bytes', async () => {
     await cluster.pauseReplay(n1);
     try {

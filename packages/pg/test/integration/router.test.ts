@@ -141,6 +141,42 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
     expect(waits).toHaveLength(0);
   });
 
+  it('settles what a read observed with an observation of its replica, not a full probe', async () => {
+    await waitForReplicasToCatchUp(cluster);
+    const adapter = adapterFor(cluster);
+    const calls = { probe: 0, observe: 0 };
+    const probe = adapter.probe.bind(adapter);
+    adapter.probe = (id, context) => {
+      calls.probe++;
+      return probe(id, context);
+    };
+    const observe = adapter.observe.bind(adapter);
+    adapter.observe = (id, context) => {
+      calls.observe++;
+      return observe(id, context);
+    };
+    // No background sampling during the test: every call counted is the settlement's.
+    const counting = new Router({
+      adapter,
+      cluster: 'main',
+      monitorOptions: { intervalMs: 60_000 },
+    });
+    try {
+      await counting.ready();
+      const session = new Session();
+      const read = await counting.readDetailed(session, (c) => hasRow(c, 1));
+      expect(read.decision.target).not.toBe(PRIMARY);
+      expect(session.unsettled).toBe(true);
+      const before = { ...calls };
+      await session.settled();
+      expect(calls.observe - before.observe).toBe(1);
+      expect(calls.probe - before.probe).toBe(0);
+      expect(session.position('main', adapter.codec)?.timeline).toBe(1);
+    } finally {
+      await counting.close();
+    }
+  });
+
   it('keeps reads monotonic: after seeing a row on one replica, never reads a replica without it', async () => {
     const [ahead, behind] = replicas as [string, string];
     await waitForReplicasToCatchUp(cluster);

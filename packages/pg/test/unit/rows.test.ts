@@ -37,6 +37,14 @@ describe('nodePosition', () => {
     expect(nodePosition({ ...row, checkpoint_tli: 4 }, 3, geometry).timeline).toBe(4);
   });
 
+  it('labels an observation row (no checkpoint timeline) with the last timeline seen while disconnected', () => {
+    const row = { ...replica, received_tli: null };
+    expect(nodePosition(row, 3, geometry).timeline).toBe(3);
+    // Nothing seen yet: timeline 1, never above the real one.
+    expect(nodePosition(row, undefined, geometry).timeline).toBe(1);
+    expect(nodePosition({ ...row, received_tli: 5 }, 3, geometry).timeline).toBe(5);
+  });
+
   it('reads a promoted node like a primary', () => {
     expect(
       nodePosition(
