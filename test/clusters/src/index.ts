@@ -91,6 +91,12 @@ export {
 } from './lease-workload.js';
 export * from './mongo-sim/index.js';
 export { mongoReplicaSetUri } from './mongo-url.js';
+export {
+  checkObservation,
+  type ObservationCheck,
+  type ObservationCheckOptions,
+  type ObservingAdapter,
+} from './observation-check.js';
 export { freePorts } from './ports.js';
 export { keptLines, readmeSnippet, runSnippet } from './readme-snippets.js';
 export { type RedisServer, startRedisServer } from './redis-server.js';

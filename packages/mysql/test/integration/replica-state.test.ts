@@ -1,4 +1,4 @@
-import type { Cluster } from '@tidemark/test-clusters';
+import { type Cluster, checkObservation } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createMysqlAdapter,
@@ -64,23 +64,16 @@ describe.skipIf(targets.length === 0).each(targets)('%s: probes and waits', (tar
   });
 
   it('observes a replica position alone: what the probe says, and never behind a write it applied', async () => {
-    const { position } = await insert();
-    await waitForReplicasToCatchUp(cluster, adapter);
-    const observed = await adapter.observe(n1, { signal: noSignal() });
-    expect(adapter.codec.compare(observed, position)).toBe('covered');
-    const probe = await adapter.probe(n1, { signal: noSignal(), primary: undefined });
-    expect(adapter.codec.compare(probe.applied, observed)).toBe('covered');
-    expect(adapter.codec.compare(observed, probe.applied)).toBe('covered');
+    const check = await checkObservation({
+      adapter,
+      cluster,
+      replica: n1,
+      write: async () => (await insert()).position,
+      caughtUp: () => waitForReplicasToCatchUp(cluster, adapter),
+    });
+    expect([check.probeVsObserved, check.observedVsProbe]).toEqual(['covered', 'covered']);
     // The control: with replay stopped, a new write is not in what the replica reports.
-    await cluster.pauseReplay(n1);
-    try {
-      const { position: unseen } = await insert();
-      const stale = await adapter.observe(n1, { signal: noSignal() });
-      expect(adapter.codec.compare(stale, unseen)).not.toBe('covered');
-    } finally {
-      await cluster.resumeReplay(n1);
-    }
-    await waitForReplicasToCatchUp(cluster, adapter);
+    expect(check.pausedVsUnseen).not.toBe('covered');
   });
 
   it('sees a stopped applier: paused, and lag that grows', async () => {

@@ -1,4 +1,4 @@
-import type { Cluster } from '@tidemark/test-clusters';
+import { type Cluster, checkObservation } from '@tidemark/test-clusters';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isRetryablePgError, type PgAdapter } from '../../src/index.js';
 import {
@@ -58,26 +58,17 @@ describe.skipIf(targets.length === 0).each(targets)('%s: probes and waits', (tar
   });
 
   it('observes a replica position alone: what the probe says, and never behind a write it replayed', async () => {
-    const { position } = await insert();
-    await waitForReplicasToCatchUp(cluster);
-    const observed = await eventually('the replica to replay the write', async () => {
-      const seen = await adapter.observe(n1, { signal: noSignal() });
-      return adapter.codec.compare(seen, position) === 'covered' ? seen : undefined;
+    const check = await checkObservation({
+      adapter,
+      cluster,
+      replica: n1,
+      write: async () => (await insert()).position,
+      caughtUp: () => waitForReplicasToCatchUp(cluster),
     });
-    expect(observed.timeline).toBe(1);
-    const probe = await adapter.probe(n1, { signal: noSignal(), primary: undefined });
-    expect(adapter.codec.compare(probe.applied, observed)).toBe('covered');
-    expect(adapter.codec.compare(observed, probe.applied)).toBe('covered');
+    expect(check.observed.timeline).toBe(1);
+    expect([check.probeVsObserved, check.observedVsProbe]).toEqual(['covered', 'covered']);
     // The control: with replay paused, a new write is not in what the replica reports.
-    await cluster.pauseReplay(n1);
-    try {
-      const { position: unseen } = await insert();
-      const stale = await adapter.observe(n1, { signal: noSignal() });
-      expect(adapter.codec.compare(stale, unseen)).toBe('behind');
-    } finally {
-      await cluster.resumeReplay(n1);
-    }
-    await waitForReplicasToCatchUp(cluster);
+    expect(check.pausedVsUnseen).toBe('behind');
   });
 
   it('sees a paused replica: paused, growing lag in seconds, lag in bytes', async () => {
