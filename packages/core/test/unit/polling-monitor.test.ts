@@ -459,6 +459,38 @@ describe('position-only observations (adapter observe)', () => {
     expect(counts.observes).toBe(1);
   });
 
+  it('a read that finished after the observation in flight was sent waits for it, then observes once more', async () => {
+    let release: (() => void) | undefined;
+    let gate: Promise<void> | undefined = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { adapter, monitor, counts } = withObserve(async (id) => {
+      // What the server answers is its position when the query runs, not when the answer lands.
+      const applied = adapter.replica(id).applied;
+      const held = gate;
+      gate = undefined;
+      if (held) await held;
+      return applied;
+    });
+    await monitor.refresh('r1');
+    counts.probes = 0;
+    const early = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.12');
+    const first = monitor.appliedAfter('r1', early);
+    // Another read ends while that observation is on its way: it must not be settled by it.
+    await Promise.resolve();
+    const late = monitor.ticket();
+    adapter.replica('r1').applied = cp('1.14');
+    const second = monitor.appliedAfter('r1', late);
+    const third = monitor.appliedAfter('r1', late);
+    release!();
+    expect(cpText(await first)).toBe('1.12');
+    expect(cpText(await second)).toBe('1.14');
+    expect(cpText(await third)).toBe('1.14');
+    // One more observation shared by both late reads, and no full probe.
+    expect(counts).toEqual({ probes: 0, observes: 2 });
+  });
+
   it('falls back to a full probe when the observation fails', async () => {
     const { adapter, monitor, counts } = withObserve(() =>
       Promise.reject(new Error('observation failed')),
