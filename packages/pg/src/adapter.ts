@@ -257,8 +257,9 @@ class PgClusterAdapter implements PgAdapter {
    * The replica's position alone: what settling a read and watching a catch-up need. The probe
    * also reads the pause state, the lag, the version and the last restartpoint's timeline (from
    * the control file on disk); this asks the replay LSN and the WAL receiver's timeline only
-   * (measured on a PostgreSQL 18 replica, prepared, 2,000 queries per round: 30-39 µs against
-   * the probe's 48-90 µs; `SELECT 1` 23-28 µs). While the receiver is down the timeline is the
+   * (measured on a PostgreSQL 18 replica, prepared, 2,000 queries per round: 91-106 µs against
+   * the probe's 108-123 µs on a quiet machine, 30-39 against 48-90 µs on a busy one; `SELECT 1`
+   * 76-91 µs quiet). While the receiver is down the timeline is the
    * last one seen on this replica, never above the real one: at worst the position looks like
    * another history, and the router then probes in full.
    */
