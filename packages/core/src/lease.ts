@@ -8,6 +8,7 @@
 import type { Clock } from './clock.js';
 import type { DecisionReason } from './decision.js';
 import { ErrorCode, TidemarkError, type TidemarkErrorOptions } from './errors.js';
+import { untilAborted } from './until-aborted.js';
 
 /** `read`: routed like `Router.read`. `write`: the primary, position captured on release. */
 export type LeaseKind = 'read' | 'write';
@@ -328,21 +329,10 @@ export function connectionOf<C, R>(
     abandon();
     return Promise.reject(signal.reason);
   }
-  return new Promise<C>((resolve, reject) => {
-    const onAbort = () => {
-      abandon();
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    borrowed.connection.then(
-      (connection) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(connection);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
+  // Registered before untilAborted's own listener, so the borrow ends before the caller hears.
+  signal.addEventListener('abort', abandon, { once: true });
+  return untilAborted(
+    borrowed.connection.finally(() => signal.removeEventListener('abort', abandon)),
+    signal,
+  );
 }

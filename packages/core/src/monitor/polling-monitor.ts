@@ -397,12 +397,6 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
   }
 
   /**
-   * One position-only observation at a time per replica; concurrent callers share it. True when
-   * it raised the view to cover what it saw (the view then answers for its ticket); false when it
-   * failed or saw something the view cannot take in as it is (another history: a full probe
-   * decides). Never rejects.
-   */
-  /**
    * The position alone settles a read: share an observation sent after `ticket`, or send one. An
    * observation in flight that was sent too early is waited for first (one in flight per
    * replica), then a new one goes out; without this, every read that finished while an
@@ -418,6 +412,12 @@ export class PollingMonitor<P> implements ReplicaMonitor<P> {
     else if (slot.sampledTicket <= ticket) await this.observeSlot(slot);
   }
 
+  /**
+   * One position-only observation at a time per replica; concurrent callers share it. True when
+   * it raised the view to cover what it saw (the view then answers for its ticket); false when it
+   * failed or saw something the view cannot take in as it is (another history: a full probe
+   * decides). Never rejects.
+   */
   private observeSlot(slot: Slot<P>): Promise<boolean> {
     if (slot.observing) return slot.observing;
     const ticket = ++this.sends;
