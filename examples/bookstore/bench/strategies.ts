@@ -179,10 +179,10 @@ export class TidemarkStrategy<C> implements BenchStrategy<C> {
 
   /**
    * As a carrier does at the end of a request: settle what the reads saw, then encode; or, with
-   * `carryPending`, settle the writes only and carry the reads in the cookie.
+   * `carryPending`, settle the writes and primary reads and carry the replica reads in the cookie.
    */
   private async remember(customer: number, session: Session): Promise<void> {
-    if (this.options.carryPending) await session.settledWrites();
+    if (this.options.carryPending) await session.settledForCarrying();
     else await session.settled();
     const data = session.toTokenData({ carryPending: this.options.carryPending ?? false });
     if (session.clusters().length > 0 || data.pending !== undefined) {

@@ -1,3 +1,4 @@
+import { PRIMARY } from './adapter.js';
 import { ErrorCode, TidemarkError, TokenError } from './errors.js';
 import type { PositionCodec } from './position.js';
 import { isClusterName, isNodeId, MAX_PENDING_NODES, type TokenData } from './token.js';
@@ -235,11 +236,32 @@ export class Session {
   }
 
   /**
-   * Settle the pending positions of writes only (reads stay pending): what a carrier calls before
-   * `toTokenData({ carryPending: true })`.
+   * Settle the pending positions of writes only (reads stay pending). Before
+   * `toTokenData({ carryPending: true })`, prefer {@link Session.settledForCarrying}.
    */
   async settledWrites(): Promise<void> {
     await this.settleWhere((p) => p.write === true);
+  }
+
+  /**
+   * What a carrier calls before `toTokenData({ carryPending: true })`: settle the writes (they
+   * are never carried; rejects when one cannot be settled, as {@link Session.settledWrites}) and,
+   * best effort, the reads the primary served; replica reads stay pending.
+   *
+   * Why the primary's reads: carried, the next request would settle one with a probe of the
+   * primary sent then, which includes every write committed in between, by anyone; no replica
+   * covers that until it has applied those writes too, so a session that once fell back to the
+   * primary would keep going there while writes keep coming (measured with a zero wait budget).
+   * Settled now, from one shared primary observation sent after the read, the token asks only
+   * for what the read could have seen. A primary that does not answer leaves the read carried.
+   */
+  async settledForCarrying(): Promise<void> {
+    const primaryReads = this.settleWhere(
+      (p) => p.target === PRIMARY && p.write !== true && p.carried !== true,
+    ).catch(() => undefined);
+    const writes = this.settledWrites();
+    await Promise.all([primaryReads, writes.catch(() => undefined)]);
+    await writes;
   }
 
   /** Settle the pending positions `which` selects; the rest, and failures, stay pending. */
@@ -304,7 +326,7 @@ export class Session {
       if (list.some((p) => p.write)) {
         throw new TidemarkError(
           ErrorCode.Unsettled,
-          `A write's position on cluster "${cluster}" is not settled yet, and writes are never carried (a write lost meanwhile could no longer be told); await session.settledWrites() (or settled()) first.`,
+          `A write's position on cluster "${cluster}" is not settled yet, and writes are never carried (a write lost meanwhile could no longer be told); await session.settledForCarrying() (or settled()) first.`,
         );
       }
       const nodes = [...new Set(list.map((p) => p.target))];

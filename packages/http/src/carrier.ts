@@ -502,12 +502,13 @@ export class TokenCarrier {
   }
 
   /**
-   * @internal Settle the session's pending positions (only the writes' when carrying reads);
+   * @internal Settle the session's pending positions (when carrying reads, only the writes' and the
+   * primary reads', `Session.settledForCarrying`);
    * failures are counted, never thrown.
    */
   async settle(session: Session): Promise<void> {
     try {
-      if (this.carryPending) await session.settledWrites();
+      if (this.carryPending) await session.settledForCarrying();
       else await session.settled();
     } catch {
       this.counters.settleErrors++;

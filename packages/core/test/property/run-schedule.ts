@@ -148,8 +148,8 @@ export async function runSchedule(
       if (schedule.tokenRoundTrip) {
         const mode = options.pendingReads ?? 'settle';
         if (mode === 'carry') {
-          // Writes settle before the response; reads travel in the token as pending nodes.
-          await session.settledWrites().catch(() => undefined);
+          // Writes and primary reads settle before the response; replica reads travel in the token.
+          await session.settledForCarrying().catch(() => undefined);
           let data: ReturnType<Session['toTokenData']> | undefined;
           try {
             data = session.toTokenData({ carryPending: true });

@@ -68,6 +68,56 @@ describe('pending reads carried in the token to the next request', () => {
     expect(session.toTokenData({ carryPending: true }).pending).toBeUndefined();
   });
 
+  /**
+   * A session's write (1.11) is not on the replicas yet and the router never waits, so its read
+   * runs on the primary; the request ends with `endRequest`; another session then writes 1.12
+   * and the replicas apply 1.11 only. Where does the session's next read go?
+   */
+  async function afterPrimaryRead() {
+    const f = await routerFixture({ router: { wait: { budgetMs: 0 } } });
+    f.adapter.setAll({ observed: null });
+    f.adapter.primary.observed = null;
+    const session = new Session();
+    await f.router.write(session, async () => 'ok', { transaction: false });
+    await f.clock.run(session.settledWrites());
+    expect((await f.read(session)).decision.target).toBe('primary');
+    return { f, session };
+  }
+
+  async function nextReadAfterPrimaryRead(endRequest: (session: Session) => Promise<void>) {
+    const { f, session } = await afterPrimaryRead();
+    await f.clock.run(endRequest(session));
+    const data = session.toTokenData({ carryPending: true });
+    await f.router.write(new Session(), async () => 'ok', { transaction: false });
+    f.adapter.setAll({ applied: cp('1.11') });
+    for (const id of ['r1', 'r2']) await f.clock.run(f.router.monitor.refresh(id));
+    const next = Session.fromToken(codec.decode(codec.encode(data)));
+    return { data, decision: (await f.read(next)).decision };
+  }
+
+  it('a primary read is settled before the token goes out, so the next read can leave the primary', async () => {
+    const { data, decision } = await nextReadAfterPrimaryRead((s) => s.settledForCarrying());
+    expect(data).toMatchObject({ positions: { default: '1.11' } });
+    expect(data.pending).toBeUndefined();
+    expect(decision.reason).toBe('replica-covered');
+  });
+
+  it('control: carried, the primary read settles at the next request to 1.12 and stays on the primary', async () => {
+    const { data, decision } = await nextReadAfterPrimaryRead((s) => s.settledWrites());
+    expect(data.pending).toEqual({ default: ['primary'] });
+    expect(decision.target).toBe('primary');
+  });
+
+  it('a primary that does not answer leaves its read carried, without an error', async () => {
+    const { f, session } = await afterPrimaryRead();
+    f.adapter.primary.reachable = false;
+    await f.clock.run(session.settledForCarrying());
+    expect(session.toTokenData({ carryPending: true })).toMatchObject({
+      positions: { default: '1.11' },
+      pending: { default: ['primary'] },
+    });
+  });
+
   it('a carried position a router never bound does not settle silently', async () => {
     const next = Session.fromToken({ positions: {}, pending: { other: ['r1'] }, issuedAt: 0 });
     await expect(next.settled()).rejects.toMatchObject({ code: 'TIDEMARK_UNSETTLED' });

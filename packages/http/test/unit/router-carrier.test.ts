@@ -169,6 +169,26 @@ describe('carrier + router: positions that reads observe', () => {
     expect(carrier.metrics()).toMatchObject({ unsettledResponses: 0, settleErrors: 0 });
   });
 
+  it('carryPending: a read the primary served is settled, not carried (the next request could only settle it later, at a newer primary position)', async () => {
+    const { router } = await silentRouterOver(12, 5);
+    const carrier = new TokenCarrier({
+      tokens: codec,
+      logger: false,
+      routers: [router],
+      carryPending: true,
+    });
+    const { read, scope } = await readThrough(carrier, router, {
+      cookie: `tidemark=${codec.encode({ positions: { main: '1.9' } })}`,
+    });
+    expect(read.decision.target).toBe('primary');
+    await scope.commit();
+    const cookie = scope.responseHeaders(false).find(([name]) => name === 'set-cookie')?.[1] ?? '';
+    const data = codec.decode(cookie.split(';')[0]?.slice('tidemark='.length) ?? '');
+    expect(data.pending).toBeUndefined();
+    expect(historyCodec.decode(data.positions['main'] ?? '').seq).toBe(12);
+    expect(carrier.metrics()).toMatchObject({ unsettledResponses: 0, settleErrors: 0 });
+  });
+
   it('carryPending: a request that does not route on the cluster passes the carried read on', async () => {
     const router = await routerOver(12, 12);
     const carrier = new TokenCarrier({
