@@ -87,3 +87,22 @@ describe('the lease example', () => {
     expect(result.again).toEqual(['order 1']);
   });
 });
+
+describe('the carrying example', () => {
+  it('settles writes and primary reads, carries replica reads, and the next read stays put', async () => {
+    const { runCarryingExample } = await import('../../examples/carrying.js');
+    const { decisions, tokens } = await runCarryingExample();
+    expect(decisions.map((d) => d.target)).toEqual([
+      'primary',
+      expect.stringMatching(/^r[12]$/),
+      decisions[1]?.target,
+    ]);
+    expect(decisions[2]?.reason).toBe('replica-covered');
+    // After the write and after the primary read: settled positions, nothing carried.
+    expect(tokens[0]).toMatchObject({ positions: { default: '1' } });
+    expect(tokens[1]?.pending).toBeUndefined();
+    expect(tokens[1]).toMatchObject({ positions: { default: '1' } });
+    // After a replica read: its node travels in the token.
+    expect(tokens[2]?.pending).toEqual({ default: [decisions[1]?.target] });
+  });
+});
