@@ -24,6 +24,13 @@ import type { ErrorClass } from './history.js';
 /** Which router the app uses: Tidemark's, or the naive control (no tokens, any replica). */
 export type ControlMode = 'tidemark' | 'naive';
 
+/**
+ * How the app's tokens leave a request, as the HTTP carriers do it: `settle` every pending
+ * position first (the default), or `carry` replica reads in the token (`carryPending`), settling
+ * only writes and the primary's reads; the next request settles the carried ones.
+ */
+export type TokenMode = 'settle' | 'carry';
+
 /** What one operation produced, as the app saw it. */
 export interface OpOutcome {
   readonly ok: boolean;
@@ -99,6 +106,7 @@ export class App {
     readonly mode: ControlMode,
     private readonly routerOptions: AppRouterOptions = {},
     secret: string,
+    readonly tokenMode: TokenMode = 'settle',
   ) {
     // Signed like a real cookie: a token is only ever what this app issued.
     this.tokens = new TokenCodec({ keys: [{ id: 'chaos', secret }] });
@@ -357,19 +365,24 @@ export class App {
   }
 
   /**
-   * The token to send back, as the HTTP carriers make it: pending read positions settled first
-   * (a failure is counted, and the token then holds what is settled), never encoded unsettled.
+   * The token to send back, as the HTTP carriers make it: pending positions settled first (in
+   * `carry` mode only writes and primary reads; replica reads go in the token as pending nodes).
+   * A failure is counted, and the token then holds what is settled (plus the carried reads).
    */
   private async encode(session: Session): Promise<string | undefined> {
+    const carry = this.tokenMode === 'carry';
     if (session.unsettled) {
       try {
-        await withTimeout(session.settled(), 5_000);
+        await withTimeout(carry ? session.settledForCarrying() : session.settled(), 5_000);
       } catch {
         this.stats.settleErrors++;
       }
     }
-    if (session.clusters().length === 0) return undefined;
-    return this.tokens.encode({ positions: session.settledTokenData().positions });
+    const { positions } = session.settledTokenData();
+    const pending = carry ? session.pendingReads() : {};
+    const carried = Object.keys(pending).length > 0;
+    if (Object.keys(positions).length === 0 && !carried) return undefined;
+    return this.tokens.encode(carried ? { positions, pending } : { positions });
   }
 
   private async restartAtPrimary(

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadTarget, type Order, prepareCluster } from '@tidemark/conformance';
 import type { ClusterCapability } from '@tidemark/test-clusters';
-import { App, type AppStats, type ControlMode, withTimeout } from './app.js';
+import { App, type AppStats, type ControlMode, type TokenMode, withTimeout } from './app.js';
 import { type CheckResult, checkHistory } from './checker.js';
 import { type FaultCounts, type FaultKind, FaultScheduler, short, sleep } from './faults.js';
 import type { Failover, History, Operation } from './history.js';
@@ -19,6 +19,8 @@ export interface CampaignOptions {
   readonly durationSec: number;
   readonly seed: number;
   readonly control: ControlMode;
+  /** How tokens leave a request (default `settle`). */
+  readonly tokens?: TokenMode;
   /** App sessions (default 8). */
   readonly sessions?: number;
   /** Share of operations that are writes (default 0.35). */
@@ -35,6 +37,7 @@ export interface CampaignResult {
   readonly version: string;
   readonly seed: number;
   readonly control: ControlMode;
+  readonly tokens: TokenMode;
   readonly durationSec: number;
   readonly sessions: number;
   readonly capabilities: readonly ClusterCapability[];
@@ -88,7 +91,15 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
 
   const target = await loadTarget(options.target);
   const cluster = await prepareCluster(target);
-  const app = new App(target, cluster, options.control, {}, randomBytes(32).toString('hex'));
+  const tokenMode = options.tokens ?? 'settle';
+  const app = new App(
+    target,
+    cluster,
+    options.control,
+    {},
+    randomBytes(32).toString('hex'),
+    tokenMode,
+  );
   const operations: Operation[] = [];
   const failovers: Failover[] = [];
   const finished: number[] = [];
@@ -129,7 +140,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       signal,
     });
     log(
-      `campaign: target=${options.target} (${cluster.version}) control=${options.control} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
+      `campaign: target=${options.target} (${cluster.version}) control=${options.control} tokens=${tokenMode} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
     );
 
     const runOp = async (session: SessionState, kind: 'write' | 'read'): Promise<void> => {
@@ -224,6 +235,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       version: cluster.version,
       seed: options.seed,
       control: options.control,
+      tokens: tokenMode,
       durationSec: options.durationSec,
       sessions: sessionsWanted,
       capabilities: [...scheduler.capabilities],

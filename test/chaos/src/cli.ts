@@ -1,7 +1,7 @@
 // pnpm test:chaos [-- --target pg18 --duration 60 --seed N --control naive ...]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { ControlMode } from './app.js';
+import type { ControlMode, TokenMode } from './app.js';
 import { CHAOS_TARGETS, runCampaign } from './campaign.js';
 import { checkHistory } from './checker.js';
 import { FAULT_KINDS, type FaultKind } from './faults.js';
@@ -14,6 +14,8 @@ const USAGE = `usage: pnpm test:chaos -- [options]
   --duration SEC     how long sessions and faults run (default 60)
   --seed N           seed of the fault plan (default: TIDEMARK_CHAOS_SEED, else random; printed)
   --control MODE     tidemark (default) | naive: reads to any replica without tokens (must fail)
+  --tokens MODE      settle (default): a request settles every pending position before its token
+                     goes out | carry: replica reads travel in the token (carryPending)
   --sessions N       app sessions (default 8)
   --faults LIST      comma-separated subset of: ${FAULT_KINDS.join(', ')}
   --history FILE     write every operation and failover as JSON lines to FILE
@@ -41,6 +43,7 @@ async function main(): Promise<number> {
   const durationSec = Number(values.duration ?? '60');
   const control = (values.control ?? 'tidemark') as ControlMode;
   const sessions = Number(values.sessions ?? '8');
+  const tokens = (values.tokens ?? 'settle') as TokenMode;
   const problems: string[] = [];
   if (!(CHAOS_TARGETS as readonly string[]).includes(target)) {
     problems.push(`unknown --target ${target}`);
@@ -49,6 +52,7 @@ async function main(): Promise<number> {
     problems.push(`--duration must be > 0 seconds`);
   }
   if (control !== 'tidemark' && control !== 'naive') problems.push(`unknown --control ${control}`);
+  if (tokens !== 'settle' && tokens !== 'carry') problems.push(`unknown --tokens ${tokens}`);
   if (!(Number.isInteger(sessions) && sessions >= 1 && sessions <= 64)) {
     problems.push('--sessions must be 1..64');
   }
@@ -100,6 +104,7 @@ async function main(): Promise<number> {
       durationSec,
       seed,
       control,
+      tokens,
       sessions,
       faults,
       log: (line) => console.log(line),
@@ -118,6 +123,7 @@ async function main(): Promise<number> {
       version: result.version,
       seed: result.seed,
       control: result.control,
+      tokens: result.tokens,
       durationSec: result.durationSec,
       faults: result.faults,
     };
@@ -149,7 +155,7 @@ function recheck(file: string): number {
     else if (type === 'final') finalAbsent = record['absent'] as number[];
     else if (type === 'meta') {
       faults = Number(record['faults'] ?? 0);
-      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} duration=${String(record['durationSec'])}s`;
+      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} tokens=${String(record['tokens'] ?? 'settle')} duration=${String(record['durationSec'])}s`;
     }
   }
   const check = checkHistory({ operations, failovers, finalAbsent });
@@ -169,6 +175,7 @@ function parse(args: string[]) {
       duration: { type: 'string' },
       seed: { type: 'string' },
       control: { type: 'string' },
+      tokens: { type: 'string' },
       sessions: { type: 'string' },
       faults: { type: 'string' },
       history: { type: 'string' },
