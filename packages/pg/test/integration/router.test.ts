@@ -7,7 +7,7 @@ import {
 } from '@tidemark/test-clusters';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PgPosition } from '../../src/index.js';
+import type { PgAdapter, PgPosition } from '../../src/index.js';
 import {
   adapterFor,
   eventually,
@@ -155,12 +155,7 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
       calls.observe++;
       return observe(id, context);
     };
-    // No background sampling during the test: every call counted is the settlement's.
-    const counting = new Router({
-      adapter,
-      cluster: 'main',
-      monitorOptions: { intervalMs: 60_000 },
-    });
+    const counting = quietRouter(adapter);
     try {
       await counting.ready();
       const session = new Session();
@@ -174,6 +169,37 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
       expect(session.position('main', adapter.codec)?.timeline).toBe(1);
     } finally {
       await counting.close();
+    }
+  });
+
+  it('with pipelineCapture, an autocommit write leaves no position to settle; without it, one primary probe settles it', async () => {
+    await waitForReplicasToCatchUp(cluster);
+    for (const pipelineCapture of [true, false]) {
+      const adapter = adapterFor(cluster, { pipelineCapture });
+      let primaryProbes = 0;
+      const probePrimary = adapter.probePrimary.bind(adapter);
+      adapter.probePrimary = (context) => {
+        primaryProbes++;
+        return probePrimary(context);
+      };
+      const counting = quietRouter(adapter);
+      try {
+        await counting.ready();
+        const id = nextId++;
+        const session = new Session();
+        const before = primaryProbes;
+        await counting.write(session, (c) => c.query('INSERT INTO items VALUES ($1)', [id]), {
+          transaction: false,
+        });
+        expect(session.unsettled).toBe(!pipelineCapture);
+        await session.settled();
+        expect(primaryProbes - before).toBe(pipelineCapture ? 0 : 1);
+        // Either way the position covers the row: a read through the router finds it.
+        const read = await counting.readDetailed(session, (c) => hasRow(c, id));
+        expect(read.value).toBe(true);
+      } finally {
+        await counting.close();
+      }
     }
   });
 
@@ -208,3 +234,8 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
     }
   });
 });
+
+/** No background sampling: every adapter call a test counts is one the test caused. */
+function quietRouter(adapter: PgAdapter): Router<PgPosition, pg.PoolClient> {
+  return new Router({ adapter, cluster: 'main', monitorOptions: { intervalMs: 60_000 } });
+}

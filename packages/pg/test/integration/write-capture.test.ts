@@ -32,14 +32,23 @@ describe.skipIf(targets.length === 0).each(targets)('%s: write and capture', (ta
     await cluster?.teardown();
   });
 
-  it('costs 0 extra round trips in a managed transaction and 1 in autocommit', async () => {
-    const adapter = adapterFor(cluster);
+  it('costs 0 extra round trips in a managed transaction and in autocommit with pipelineCapture (1 without it)', async () => {
+    const adapter = adapterFor(cluster, { pipelineCapture: true });
+    const unpipelined = adapterFor(cluster);
     try {
       const before = adapter.roundTrips();
       await adapter.write((c) => c.query('INSERT INTO items VALUES (1)'), {});
       const managed = adapter.roundTrips();
-      await adapter.write((c) => c.query('INSERT INTO items VALUES (2)'), { transaction: false });
+      const { position } = await adapter.write((c) => c.query('INSERT INTO items VALUES (2)'), {
+        transaction: false,
+      });
       const autocommit = adapter.roundTrips();
+      // Control: the same write capturing after the callback, as before pipelining.
+      const unpipelinedBefore = unpipelined.roundTrips();
+      await unpipelined.write((c) => c.query('INSERT INTO items VALUES (5)'), {
+        transaction: false,
+      });
+      const unpipelinedTrips = unpipelined.roundTrips().roundTrips - unpipelinedBefore.roundTrips;
 
       // Baseline: the same work with plain node-postgres, no position captured.
       const plain = await connect(primaryUrl);
@@ -59,11 +68,91 @@ describe.skipIf(targets.length === 0).each(targets)('%s: write and capture', (ta
       const managedTrips = managed.roundTrips - before.roundTrips;
       const autocommitTrips = autocommit.roundTrips - managed.roundTrips;
       console.log(
-        `[${target}] round trips per write with 1 INSERT: managed ${managedTrips} (plain pg ${plainManaged}), autocommit ${autocommitTrips} (plain pg ${plainAutocommit})`,
+        `[${target}] round trips per write with 1 INSERT: managed ${managedTrips} (plain pg ${plainManaged}), autocommit ${autocommitTrips} (plain pg ${plainAutocommit}; capture not pipelined ${unpipelinedTrips})`,
       );
       expect(managed.writes - before.writes).toBe(1);
       expect(managedTrips - plainManaged).toBe(0);
-      expect(autocommitTrips - plainAutocommit).toBe(1);
+      expect(autocommitTrips - plainAutocommit).toBe(0);
+      expect(unpipelinedTrips - plainAutocommit).toBe(1);
+      // The pipelined capture is a real position, past the row it follows.
+      expect(position).toBeDefined();
+      expect(position?.timeline).toBe(1);
+    } finally {
+      await adapter.close();
+      await unpipelined.close();
+    }
+  });
+
+  it('autocommit: the pipelined capture is at or past the commit record of the last statement (pg_walinspect)', async () => {
+    const adapter = adapterFor(cluster, { pipelineCapture: true });
+    try {
+      for (const synchronousCommit of ['on', 'off']) {
+        for (let i = 0; i < 10; i++) {
+          const id = 3000 + i + (synchronousCommit === 'off' ? 50 : 0);
+          const { value: xid, position } = await adapter.write(
+            async (c) => {
+              await c.query(`SET synchronous_commit = ${synchronousCommit}`);
+              const { rows } = await c.query(
+                'INSERT INTO items VALUES ($1) RETURNING pg_current_xact_id()::text AS xid',
+                [id],
+              );
+              await c.query('RESET synchronous_commit');
+              return rows[0].xid as string;
+            },
+            { transaction: false },
+          );
+          expect(position).toBeDefined();
+          const commitEnd = await commitRecordEnd(primaryUrl, xid, position!.lsn);
+          expect(position!.lsn).toBeGreaterThanOrEqual(commitEnd);
+        }
+      }
+    } finally {
+      await adapter.close();
+    }
+  });
+
+  it('autocommit: a failing statement, a callback that throws and a portal query leave the connection usable', async () => {
+    const adapter = adapterFor(cluster, { poolSize: 1, pipelineCapture: true });
+    try {
+      await adapter.write((c) => c.query('INSERT INTO items VALUES (3100)'), {
+        transaction: false,
+      });
+      // The capture behind a failing statement still runs; the statement's error is what comes back.
+      await expect(
+        adapter.write((c) => c.query('INSERT INTO items VALUES (3100)'), { transaction: false }),
+      ).rejects.toMatchObject({ code: '23505' });
+      await expect(
+        adapter.write(
+          async (c) => {
+            await c.query('INSERT INTO items VALUES (3101)');
+            throw new Error('boom');
+          },
+          { transaction: false },
+        ),
+      ).rejects.toThrow('boom');
+      // A query that keeps a portal open (`rows`) is never pipelined behind; the position then
+      // comes from a capture after the callback (one round trip, as before pipelining).
+      const trips = adapter.roundTrips().roundTrips;
+      const portal = await adapter.write(
+        async (c) => {
+          await c.query('INSERT INTO items VALUES (3102)');
+          // `rows` is a runtime option of node-postgres that its types do not declare.
+          const portalQuery = { text: 'SELECT id FROM items WHERE id >= 3100', rows: 10 };
+          const { rows } = await c.query(portalQuery as unknown as pg.QueryConfig);
+          return rows.length;
+        },
+        { transaction: false },
+      );
+      expect(portal.value).toBe(3);
+      expect(portal.position).toBeDefined();
+      expect(adapter.roundTrips().roundTrips - trips).toBe(3);
+      // The single pooled connection still answers plain and pipelined queries in order.
+      const last = await adapter.write(
+        async (c) => (await c.query('INSERT INTO items VALUES (3103) RETURNING id')).rows[0].id,
+        { transaction: false },
+      );
+      expect(last.value).toBe(3103);
+      expect(last.position!.lsn).toBeGreaterThanOrEqual(portal.position!.lsn);
     } finally {
       await adapter.close();
     }
@@ -120,51 +209,68 @@ describe.skipIf(targets.length === 0).each(targets)('%s: write and capture', (ta
     expect(insertBehind).toBe(0);
   });
 
-  it('takes the position only after COMMIT completed (commit held in a synchronous-replication wait)', async () => {
-    const adapter = adapterFor(cluster);
-    const observer = await connect(primaryUrl);
-    try {
-      // Every commit now waits for a standby that does not exist, until we lift the setting.
-      await observer.query("ALTER SYSTEM SET synchronous_standby_names = 'tidemark_nobody'");
-      await observer.query('SELECT pg_reload_conf()');
-      await eventually('the setting to apply', async () => {
-        const { rows } = await observer.query('SHOW synchronous_standby_names');
-        return rows[0].synchronous_standby_names === 'tidemark_nobody' ? true : undefined;
-      });
-      let settled = false;
-      const pending = adapter
-        .write((c) => c.query('INSERT INTO items VALUES (500)'), {})
-        .finally(() => {
-          settled = true;
+  it.each([
+    {
+      shape: 'managed transaction, COMMIT + capture in one message',
+      transaction: true,
+      id: 500,
+      running: 'COMMIT; SELECT pg_current_wal_insert_lsn()%',
+    },
+    {
+      shape: 'autocommit, capture pipelined behind the INSERT',
+      transaction: false,
+      id: 501,
+      running: 'INSERT INTO items VALUES (501)',
+    },
+  ])(
+    'takes the position only after the commit completed, $shape (commit held in a synchronous-replication wait)',
+    async ({ transaction, id, running }) => {
+      const adapter = adapterFor(cluster, { pipelineCapture: !transaction });
+      const observer = await connect(primaryUrl);
+      try {
+        // Every commit now waits for a standby that does not exist, until we lift the setting.
+        await observer.query("ALTER SYSTEM SET synchronous_standby_names = 'tidemark_nobody'");
+        await observer.query('SELECT pg_reload_conf()');
+        await eventually('the setting to apply', async () => {
+          const { rows } = await observer.query('SHOW synchronous_standby_names');
+          return rows[0].synchronous_standby_names === 'tidemark_nobody' ? true : undefined;
         });
-      // The single COMMIT + capture message is stuck in COMMIT...
-      const backend = await eventually('the commit to wait for the standby', async () => {
-        const { rows } = await observer.query(
-          "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE 'COMMIT; SELECT pg_current_wal_insert_lsn()%'",
+        let settled = false;
+        const pending = adapter
+          .write((c) => c.query(`INSERT INTO items VALUES (${id})`), { transaction })
+          .finally(() => {
+            settled = true;
+          });
+        // The commit is stuck waiting for the standby, and the capture behind it has not run...
+        const backend = await eventually('the commit to wait for the standby', async () => {
+          const { rows } = await observer.query(
+            "SELECT pid FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND query LIKE $1",
+            [running],
+          );
+          return rows[0]?.pid as number | undefined;
+        });
+        expect(backend).toBeGreaterThan(0);
+        // ...so no position has come back, and other sessions do not see the row yet.
+        expect(settled).toBe(false);
+        expect((await observer.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount).toBe(0);
+        // The commit record is in the WAL already; anything captured after COMMIT must cover it.
+        const inserted = parseLsn(
+          (await observer.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0].lsn,
         );
-        return rows[0]?.pid as number | undefined;
-      });
-      expect(backend).toBeGreaterThan(0);
-      // ...so no position has come back, and other sessions do not see the row yet.
-      expect(settled).toBe(false);
-      expect((await observer.query('SELECT 1 FROM items WHERE id = 500')).rowCount).toBe(0);
-      // The commit record is in the WAL already; anything captured after COMMIT must cover it.
-      const inserted = parseLsn(
-        (await observer.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0].lsn,
-      );
-      const geometry = walGeometryFromRow((await observer.query(WAL_GEOMETRY_SQL)).rows[0]);
-      await observer.query('ALTER SYSTEM RESET synchronous_standby_names');
-      await observer.query('SELECT pg_reload_conf()');
-      const { position } = await pending;
-      expect(position.lsn).toBeGreaterThanOrEqual(toRecordEnd(inserted, geometry));
-      expect((await observer.query('SELECT 1 FROM items WHERE id = 500')).rowCount).toBe(1);
-    } finally {
-      await observer.query('ALTER SYSTEM RESET synchronous_standby_names').catch(() => undefined);
-      await observer.query('SELECT pg_reload_conf()').catch(() => undefined);
-      await observer.end();
-      await adapter.close();
-    }
-  });
+        const geometry = walGeometryFromRow((await observer.query(WAL_GEOMETRY_SQL)).rows[0]);
+        await observer.query('ALTER SYSTEM RESET synchronous_standby_names');
+        await observer.query('SELECT pg_reload_conf()');
+        const { position } = await pending;
+        expect(position.lsn).toBeGreaterThanOrEqual(toRecordEnd(inserted, geometry));
+        expect((await observer.query('SELECT 1 FROM items WHERE id = $1', [id])).rowCount).toBe(1);
+      } finally {
+        await observer.query('ALTER SYSTEM RESET synchronous_standby_names').catch(() => undefined);
+        await observer.query('SELECT pg_reload_conf()').catch(() => undefined);
+        await observer.end();
+        await adapter.close();
+      }
+    },
+  );
 
   it('a replica that replayed the captured position shows the row, every time', async () => {
     const adapter = adapterFor(cluster);
@@ -264,40 +370,43 @@ describe.skipIf(targets.length === 0).each(targets)('%s: write and capture', (ta
     }
   });
 
-  it('refuses to capture inside a transaction left open by an autocommit write', async () => {
-    const adapter = adapterFor(cluster);
-    try {
-      const write = adapter.write(
-        async (c) => {
-          await c.query('BEGIN');
-          await c.query('INSERT INTO items VALUES (800)');
-        },
-        { transaction: false },
-      );
-      await expect(write).rejects.toMatchObject({ code: PgErrorCode.TransactionLeftOpen });
-      // Same with a node-postgres version that does not report the transaction status: the
-      // capture query itself notices the open write transaction.
-      const blind = adapter.write(
-        async (c) => {
-          Object.defineProperty(c, 'getTransactionStatus', {
-            value: undefined,
-            configurable: true,
-          });
-          await c.query('BEGIN');
-          await c.query('INSERT INTO items VALUES (801)');
-        },
-        { transaction: false },
-      );
-      await expect(blind).rejects.toMatchObject({ code: PgErrorCode.TransactionLeftOpen });
-      const rows = await cluster.exec(
-        cluster.primary().name,
-        'SELECT 1 FROM items WHERE id IN (800, 801)',
-      );
-      expect(rows).toHaveLength(0);
-    } finally {
-      await adapter.close();
-    }
-  });
+  it.each([false, true])(
+    'refuses to capture inside a transaction left open by an autocommit write (pipelineCapture %s)',
+    async (pipelineCapture) => {
+      const adapter = adapterFor(cluster, { pipelineCapture });
+      try {
+        const write = adapter.write(
+          async (c) => {
+            await c.query('BEGIN');
+            await c.query('INSERT INTO items VALUES (800)');
+          },
+          { transaction: false },
+        );
+        await expect(write).rejects.toMatchObject({ code: PgErrorCode.TransactionLeftOpen });
+        // Same with a node-postgres version that does not report the transaction status: the
+        // capture query itself notices the open write transaction.
+        const blind = adapter.write(
+          async (c) => {
+            Object.defineProperty(c, 'getTransactionStatus', {
+              value: undefined,
+              configurable: true,
+            });
+            await c.query('BEGIN');
+            await c.query('INSERT INTO items VALUES (801)');
+          },
+          { transaction: false },
+        );
+        await expect(blind).rejects.toMatchObject({ code: PgErrorCode.TransactionLeftOpen });
+        const rows = await cluster.exec(
+          cluster.primary().name,
+          'SELECT 1 FROM items WHERE id IN (800, 801)',
+        );
+        expect(rows).toHaveLength(0);
+      } finally {
+        await adapter.close();
+      }
+    },
+  );
 });
 
 /**
