@@ -16,6 +16,8 @@ describe('createPgAdapter options', () => {
     ['an unknown wait mode', { primary: url, replicas: {}, wait: 'server' }],
     ['a negative probeBeforeWaitMs', { primary: url, replicas: {}, probeBeforeWaitMs: -1 }],
     ['probeBeforeWaitMs NaN', { primary: url, replicas: {}, probeBeforeWaitMs: Number.NaN }],
+    ['preparedProbes as text', { primary: url, replicas: {}, preparedProbes: 'yes' }],
+    ['pipelineCapture as a number', { primary: url, replicas: {}, pipelineCapture: 1 }],
   ])('rejects %s', (_name, options) => {
     expect(() => createPgAdapter(options as unknown as PgAdapterOptions)).toThrow(ConfigError);
   });
