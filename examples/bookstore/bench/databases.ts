@@ -22,6 +22,12 @@ export const POOL_SIZE = 10;
 /** Rows seeded before the point-lookup cells; lookups pick ids in 1..SEEDED_ROWS. */
 export const SEEDED_ROWS = 10_000;
 
+/** Adapter options the benchmark can turn on (`--pg-pipeline-capture`); none by default. */
+export interface BenchAdapterOptions {
+  /** `@tidemark/pg` only: the autocommit capture pipelined behind the statement. */
+  readonly pipelineCapture?: boolean;
+}
+
 /** What the adapter counted (both adapters expose these fields of `roundTrips()`). */
 export interface AdapterTrips {
   readonly writes: number;
@@ -53,7 +59,11 @@ export interface BenchDatabase<C> {
   lookup(connection: C, id: number): Promise<unknown>;
   /** A pool of the raw driver: `use` checks a connection out, runs `fn`, gives it back. */
   openPool(url: string): NodePool<C>;
-  createAdapter(primary: string, replicas: Record<string, string>): Promise<BenchAdapter<C>>;
+  createAdapter(
+    primary: string,
+    replicas: Record<string, string>,
+    options?: BenchAdapterOptions,
+  ): Promise<BenchAdapter<C>>;
 }
 
 const PG_LOOKUP = `SELECT id, customer, note FROM ${DEMO_SCHEMA}.orders WHERE id = $1`;
@@ -68,10 +78,15 @@ const pgBench: BenchDatabase<pg.PoolClient> = {
     return (await client.query(PG_LOOKUP, [id])).rows[0];
   },
   openPool: (url) => smallPgPool(url, POOL_SIZE),
-  async createAdapter(primary, replicas) {
+  async createAdapter(primary, replicas, options = {}) {
     const { createPgAdapter } = await import('@tidemark/pg');
-    // The options the README's quick start shows: URLs only, everything else default.
-    return createPgAdapter({ primary, replicas }) as unknown as BenchAdapter<pg.PoolClient>;
+    // The options the README's quick start shows: URLs only, everything else default (unless
+    // the run asked for an option).
+    return createPgAdapter({
+      primary,
+      replicas,
+      ...options,
+    }) as unknown as BenchAdapter<pg.PoolClient>;
   },
 };
 

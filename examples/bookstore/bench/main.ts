@@ -19,6 +19,7 @@ import {
 } from './cells.js';
 import {
   BENCH_TARGETS,
+  type BenchAdapterOptions,
   type BenchDatabase,
   type BenchTarget,
   resetAndSeed,
@@ -41,6 +42,8 @@ Runs the raw driver alone and Tidemark (default options) on the same local clust
   --cells A,B     any of ${CELLS.join(',')} (default all; server: PostgreSQL on the
                   host only, pg15 and pg18)
   --json          one JSON object per line on stdout (a run line, then one line per row)
+  --pg-pipeline-capture
+                  PostgreSQL targets: create the adapters with pipelineCapture: true
   -h, --help
 `;
 
@@ -49,6 +52,7 @@ interface Options {
   seconds: number;
   cells: CellName[];
   json: boolean;
+  adapterOptions: BenchAdapterOptions;
 }
 
 function parseOptions(argv: string[]): Options | undefined {
@@ -59,6 +63,7 @@ function parseOptions(argv: string[]): Options | undefined {
       seconds: { type: 'string' },
       cells: { type: 'string' },
       json: { type: 'boolean' },
+      'pg-pipeline-capture': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -72,7 +77,17 @@ function parseOptions(argv: string[]): Options | undefined {
   for (const cell of cells) {
     if (!CELLS.includes(cell)) throw new Error(`--cells takes ${CELLS.join(',')}; got ${cell}`);
   }
-  return { target, seconds, cells, json: values.json ?? false };
+  const pipelineCapture = values['pg-pipeline-capture'] ?? false;
+  if (pipelineCapture && !target.startsWith('pg')) {
+    throw new Error('--pg-pipeline-capture is for the PostgreSQL targets (pg15, pg18, pg19)');
+  }
+  return {
+    target,
+    seconds,
+    cells,
+    json: values.json ?? false,
+    adapterOptions: pipelineCapture ? { pipelineCapture } : {},
+  };
 }
 
 async function run(options: Options, cluster: Cluster): Promise<void> {
@@ -85,7 +100,7 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
   const replicaUrls = Object.fromEntries(cluster.replicas().map((n) => [n.name, n.url]));
   await resetAndSeed(cluster, db);
 
-  const watchAdapter = await db.createAdapter(primaryUrl, replicaUrls);
+  const watchAdapter = await db.createAdapter(primaryUrl, replicaUrls, options.adapterOptions);
   const watch = new ReplicationWatch(watchAdapter, db.orders);
   await watch.waitForReplicas();
 
@@ -93,12 +108,12 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
     db.openPool(primaryUrl),
     cluster.replicas().map((node) => db.openPool(node.url)),
   );
-  const newRouter = async (options: { wait?: { budgetMs: number } } = {}) => {
-    const adapter = await db.createAdapter(primaryUrl, replicaUrls);
+  const newRouter = async (routerOptions: { wait?: { budgetMs: number } } = {}) => {
+    const adapter = await db.createAdapter(primaryUrl, replicaUrls, options.adapterOptions);
     // The options the README's quick start shows: the adapter and a cluster name.
     const instrumented = new InstrumentedRouter(
       adapter,
-      new Router({ adapter, cluster: 'main', ...options }),
+      new Router({ adapter, cluster: 'main', ...routerOptions }),
     );
     await instrumented.router.ready();
     return instrumented;
@@ -112,6 +127,10 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
     server: `${cluster.flavour} ${cluster.version}`,
     driver: db.driver,
     adapter: db.adapterName,
+    adapterOptions:
+      Object.keys(options.adapterOptions).length === 0
+        ? 'default options'
+        : `options ${JSON.stringify(options.adapterOptions)}`,
     node: process.version,
     cpus: os.cpus().length,
     loadAverage: os.loadavg(),

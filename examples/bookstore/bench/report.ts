@@ -34,6 +34,8 @@ export interface RunInfo {
   readonly server: string;
   readonly driver: string;
   readonly adapter: string;
+  /** `default options`, or the options the run turned on. */
+  readonly adapterOptions: string;
   readonly node: string;
   readonly cpus: number;
   readonly loadAverage: readonly number[];
@@ -89,7 +91,7 @@ export function infoText(info: RunInfo): string {
   return [
     `Tidemark end-to-end benchmark, ${info.date}`,
     `  cluster   ${info.server} (harness target ${info.target}), primary + 2 replicas`,
-    `  compared  ${info.driver} alone vs ${info.adapter} + @tidemark/core Router, default options, on the same cluster in one process`,
+    `  compared  ${info.driver} alone vs ${info.adapter} + @tidemark/core Router, ${info.adapterOptions}, on the same cluster in one process`,
     `  machine   ${info.cpus} cores (shared; load average at start ${info.loadAverage.map((l) => l.toFixed(1)).join(' ')}), Node ${info.node}`,
     `  cells     ${info.secondsPerCell} s measured per variant after a warm-up, in rounds of about 2 s that alternate the variants; x ops = ops/s ÷ raw ops/s, x p50 = p50 ÷ raw p50, both from the same cell of the same run`,
   ].join('\n');
