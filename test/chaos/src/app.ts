@@ -31,6 +31,13 @@ export type ControlMode = 'tidemark' | 'naive';
  */
 export type TokenMode = 'settle' | 'carry';
 
+/**
+ * How the app writes: in the router's default managed transaction (`transaction`), or in
+ * autocommit (`autocommit`, `transaction: false`, the shape of `pool.query('INSERT ...')`), where
+ * a PostgreSQL write's position comes from a primary probe after it unless captured for free.
+ */
+export type WriteMode = 'transaction' | 'autocommit';
+
 /** What one operation produced, as the app saw it. */
 export interface OpOutcome {
   readonly ok: boolean;
@@ -107,6 +114,7 @@ export class App {
     private readonly routerOptions: AppRouterOptions = {},
     secret: string,
     readonly tokenMode: TokenMode = 'settle',
+    readonly writeMode: WriteMode = 'transaction',
   ) {
     // Signed like a real cookie: a token is only ever what this app issued.
     this.tokens = new TokenCodec({ keys: [{ id: 'chaos', secret }] });
@@ -165,7 +173,9 @@ export class App {
       const router = gen.router!;
       const session = this.sessionOf(token);
       try {
-        const { lostWrite } = await router.writeDetailed(session, insert);
+        const { lostWrite } = await router.writeDetailed(session, insert, {
+          transaction: this.writeMode === 'transaction',
+        });
         if (lostWrite === undefined) return { ok: true, tokenAfter: await this.encode(session) };
         this.stats.lostWriteOutcomes++;
         return {

@@ -3,7 +3,14 @@
 import { randomBytes } from 'node:crypto';
 import { loadTarget, type Order, prepareCluster } from '@tidemark/conformance';
 import type { ClusterCapability } from '@tidemark/test-clusters';
-import { App, type AppStats, type ControlMode, type TokenMode, withTimeout } from './app.js';
+import {
+  App,
+  type AppStats,
+  type ControlMode,
+  type TokenMode,
+  type WriteMode,
+  withTimeout,
+} from './app.js';
 import { type CheckResult, checkHistory } from './checker.js';
 import { type FaultCounts, type FaultKind, FaultScheduler, short, sleep } from './faults.js';
 import type { Failover, History, Operation } from './history.js';
@@ -21,6 +28,8 @@ export interface CampaignOptions {
   readonly control: ControlMode;
   /** How tokens leave a request (default `settle`). */
   readonly tokens?: TokenMode;
+  /** How the app writes (default `transaction`). */
+  readonly writes?: WriteMode;
   /** App sessions (default 8). */
   readonly sessions?: number;
   /** Share of operations that are writes (default 0.35). */
@@ -38,6 +47,7 @@ export interface CampaignResult {
   readonly seed: number;
   readonly control: ControlMode;
   readonly tokens: TokenMode;
+  readonly writes: WriteMode;
   readonly durationSec: number;
   readonly sessions: number;
   readonly capabilities: readonly ClusterCapability[];
@@ -92,6 +102,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const target = await loadTarget(options.target);
   const cluster = await prepareCluster(target);
   const tokenMode = options.tokens ?? 'settle';
+  const writeMode = options.writes ?? 'transaction';
   const app = new App(
     target,
     cluster,
@@ -99,6 +110,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
     {},
     randomBytes(32).toString('hex'),
     tokenMode,
+    writeMode,
   );
   const operations: Operation[] = [];
   const failovers: Failover[] = [];
@@ -140,7 +152,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       signal,
     });
     log(
-      `campaign: target=${options.target} (${cluster.version}) control=${options.control} tokens=${tokenMode} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
+      `campaign: target=${options.target} (${cluster.version}) control=${options.control} tokens=${tokenMode} writes=${writeMode} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
     );
 
     const runOp = async (session: SessionState, kind: 'write' | 'read'): Promise<void> => {
@@ -236,6 +248,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       seed: options.seed,
       control: options.control,
       tokens: tokenMode,
+      writes: writeMode,
       durationSec: options.durationSec,
       sessions: sessionsWanted,
       capabilities: [...scheduler.capabilities],

@@ -1,7 +1,7 @@
 // pnpm test:chaos [-- --target pg18 --duration 60 --seed N --control naive ...]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { ControlMode, TokenMode } from './app.js';
+import type { ControlMode, TokenMode, WriteMode } from './app.js';
 import { CHAOS_TARGETS, runCampaign } from './campaign.js';
 import { checkHistory } from './checker.js';
 import { FAULT_KINDS, type FaultKind } from './faults.js';
@@ -16,6 +16,8 @@ const USAGE = `usage: pnpm test:chaos -- [options]
   --control MODE     tidemark (default) | naive: reads to any replica without tokens (must fail)
   --tokens MODE      settle (default): a request settles every pending position before its token
                      goes out | carry: replica reads travel in the token (carryPending)
+  --writes MODE      transaction (default): the router's managed transaction | autocommit:
+                     transaction: false, as pool.query('INSERT ...')
   --sessions N       app sessions (default 8)
   --faults LIST      comma-separated subset of: ${FAULT_KINDS.join(', ')}
   --history FILE     write every operation and failover as JSON lines to FILE
@@ -44,6 +46,7 @@ async function main(): Promise<number> {
   const control = (values.control ?? 'tidemark') as ControlMode;
   const sessions = Number(values.sessions ?? '8');
   const tokens = (values.tokens ?? 'settle') as TokenMode;
+  const writes = (values.writes ?? 'transaction') as WriteMode;
   const problems: string[] = [];
   if (!(CHAOS_TARGETS as readonly string[]).includes(target)) {
     problems.push(`unknown --target ${target}`);
@@ -53,6 +56,9 @@ async function main(): Promise<number> {
   }
   if (control !== 'tidemark' && control !== 'naive') problems.push(`unknown --control ${control}`);
   if (tokens !== 'settle' && tokens !== 'carry') problems.push(`unknown --tokens ${tokens}`);
+  if (writes !== 'transaction' && writes !== 'autocommit') {
+    problems.push(`unknown --writes ${writes}`);
+  }
   if (!(Number.isInteger(sessions) && sessions >= 1 && sessions <= 64)) {
     problems.push('--sessions must be 1..64');
   }
@@ -105,6 +111,7 @@ async function main(): Promise<number> {
       seed,
       control,
       tokens,
+      writes,
       sessions,
       faults,
       log: (line) => console.log(line),
@@ -124,6 +131,7 @@ async function main(): Promise<number> {
       seed: result.seed,
       control: result.control,
       tokens: result.tokens,
+      writes: result.writes,
       durationSec: result.durationSec,
       faults: result.faults,
     };
@@ -155,7 +163,7 @@ function recheck(file: string): number {
     else if (type === 'final') finalAbsent = record['absent'] as number[];
     else if (type === 'meta') {
       faults = Number(record['faults'] ?? 0);
-      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} tokens=${String(record['tokens'] ?? 'settle')} duration=${String(record['durationSec'])}s`;
+      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} tokens=${String(record['tokens'] ?? 'settle')} writes=${String(record['writes'] ?? 'transaction')} duration=${String(record['durationSec'])}s`;
     }
   }
   const check = checkHistory({ operations, failovers, finalAbsent });
@@ -176,6 +184,7 @@ function parse(args: string[]) {
       seed: { type: 'string' },
       control: { type: 'string' },
       tokens: { type: 'string' },
+      writes: { type: 'string' },
       sessions: { type: 'string' },
       faults: { type: 'string' },
       history: { type: 'string' },

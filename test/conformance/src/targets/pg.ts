@@ -78,6 +78,8 @@ function adapterFor(cluster: Cluster, needs: AdapterNeeds = {}) {
     replicas,
     wait: 'auto',
     poolSize: needs.singleConnection ? 1 : 4,
+    // Opt-in adapter option, for runs of the suite (and the fault campaign) with it on.
+    pipelineCapture: process.env['TIDEMARK_PG_PIPELINE_CAPTURE'] === '1',
   });
 }
 
