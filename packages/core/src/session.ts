@@ -256,12 +256,11 @@ export class Session {
    * for what the read could have seen. A primary that does not answer leaves the read carried.
    */
   async settledForCarrying(): Promise<void> {
-    const primaryReads = this.settleWhere(
-      (p) => p.target === PRIMARY && p.write !== true && p.carried !== true,
-    ).catch(() => undefined);
-    const writes = this.settledWrites();
-    await Promise.all([primaryReads, writes.catch(() => undefined)]);
-    await writes;
+    const [writes] = await Promise.allSettled([
+      this.settledWrites(),
+      this.settleWhere((p) => p.target === PRIMARY && p.write !== true && p.carried !== true),
+    ]);
+    if (writes.status === 'rejected') throw writes.reason;
   }
 
   /** Settle the pending positions `which` selects; the rest, and failures, stay pending. */

@@ -52,10 +52,9 @@ export class PipelinedCapture {
     this.counted = client.query;
     const send = Object.getPrototypeOf(client).query as pg.PoolClient['query'];
     client.query = ((...args: unknown[]) => {
-      if (keepsPortalOpen(args[0])) {
-        this.stop();
-      } else if (!this.off) {
-        const result = (this.counted as (...a: unknown[]) => unknown).apply(client, args);
+      if (keepsPortalOpen(args[0])) this.stop();
+      const result = (this.counted as (...a: unknown[]) => unknown).apply(client, args);
+      if (!this.off) {
         client.pipeline = true;
         // Not counted as a round trip: it travels behind the statement and is answered with it.
         const capture = (send as (text: string) => Promise<pg.QueryResult>).call(
@@ -66,9 +65,8 @@ export class PipelinedCapture {
           (answer) => answer.rows[0] as Record<string, unknown> | undefined,
           () => undefined,
         );
-        return result;
       }
-      return (this.counted as (...a: unknown[]) => unknown).apply(client, args);
+      return result;
     }) as pg.PoolClient['query'];
   }
 
