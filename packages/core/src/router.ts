@@ -181,7 +181,10 @@ export interface RouterOptions<P, C> {
    * that finished before it, only when someone needs it: the session's next read (unless it
    * stays on the same replica, which is monotonic by itself) or `session.settled()` before its
    * token is encoded. A session never used again costs nothing. `immediate`: settle before the
-   * read returns (same shared probe).
+   * read returns (same shared probe), or, where the adapter can return a replica's position with
+   * the read in the same round trip (`observesWithRead`: `@tidemark/pg` on node-postgres 8.23+),
+   * from the read itself with no probe at all: the choice for an app that encodes every request's
+   * token before the response (the HTTP carriers without `carryPending`).
    */
   settle?: 'deferred' | 'immediate';
   /**
@@ -1165,10 +1168,25 @@ export class Router<P, C> {
   ): Promise<ReadOutcome<T, P>> {
     const leave = this.occupy(decided.route);
     try {
-      return await this.adapter.read(decided.route.target, fn, readContext(decided, options));
+      const context = readContext(decided, options, this.observesWithRead(decided.route));
+      return await this.adapter.read(decided.route.target, fn, context);
     } finally {
       leave();
     }
+  }
+
+  /**
+   * Whether this read asks its adapter for the position with the read itself: only when the
+   * read is settled before it returns anyway (`settle: 'immediate'`), on a replica, and the
+   * adapter answers it in the read's own round trip. Everywhere else the shared probe after the
+   * read is cheaper, or not needed at all.
+   */
+  private observesWithRead(route: Route): boolean {
+    return (
+      this.settleMode === 'immediate' &&
+      route.target !== PRIMARY &&
+      this.adapter.observesWithRead === true
+    );
   }
 
   /**
@@ -1759,12 +1777,17 @@ interface LeaseFailure {
 }
 
 /** What an adapter read gets to know about its route. */
-function readContext<P>(decided: Decided<P>, options: ReadOptions): ReadContext<P> {
+function readContext<P>(
+  decided: Decided<P>,
+  options: ReadOptions,
+  observeWithRead = false,
+): ReadContext<P> {
   return {
     signal: options.signal,
     required: enforceable(decided),
-    // The position is settled from a shared probe after the read (raiseAfterRead).
-    observe: false,
+    // Unless the adapter hands it over with the read for free, the position is settled from a
+    // shared probe after the read (raiseAfterRead).
+    observe: observeWithRead,
   };
 }
 

@@ -38,7 +38,7 @@ import { createPgCodec, type PgPosition } from './codec.js';
 import { PgAdapterError, PgErrorCode } from './errors.js';
 import { transactionIdle, withClient } from './lease.js';
 import { formatLsn } from './lsn.js';
-import { PipelinedCapture } from './pipelined-capture.js';
+import { driverCanPipeline, PipelinedCapture } from './pipelined-capture.js';
 import { buildPoolConfig } from './pool-config.js';
 import { isRetryablePgError } from './retryable.js';
 import { nodePosition, primaryPosition, unexpected } from './rows.js';
@@ -165,6 +165,12 @@ class PgClusterAdapter implements PgAdapter {
   readonly probeBeforeWaitMs: number;
   private readonly preparedProbes: boolean;
   private readonly pipelineCapture: boolean;
+  /**
+   * A replica read asked to observe (`observe: true`, what the router passes with
+   * `settle: 'immediate'`) sends the position query behind its statements, answered in the same
+   * round trip; true when the installed node-postgres can pipeline.
+   */
+  readonly observesWithRead = driverCanPipeline();
   private readonly pools: PoolSet<pg.Pool>;
   private readonly trips = new RoundTripCounters();
   private readonly lifecycle = new AdapterLifecycle('PostgreSQL');
@@ -217,6 +223,16 @@ class PgClusterAdapter implements PgAdapter {
       pool,
       { signal: context.signal, counter: this.trips.read },
       async (client) => {
+        // Asked explicitly, on a replica, with a driver that pipelines: the position query rides
+        // behind each of the callback's statements, and the one behind the last is the answer.
+        const pipelined =
+          context.observe === true && target !== PRIMARY
+            ? PipelinedCapture.install(
+                client,
+                this.probeStatement('tidemark_replica_observe', OBSERVE_SQL),
+              )
+            : undefined;
+        if (pipelined) return this.readObservedWith(target, client, fn, pipelined);
         const value = await fn(client);
         // The router settles the position from a shared probe sent after the read (no round trip
         // here); asked to observe, take it on the same connection: at least as new as what it saw.
@@ -408,6 +424,32 @@ class PgClusterAdapter implements PgAdapter {
   private async refuseOpenTransaction(client: pg.PoolClient): Promise<never> {
     await rollbackQuietly(client);
     throw new TransactionLeftOpenError(PgErrorCode.TransactionLeftOpen);
+  }
+
+  /**
+   * A replica read with its position pipelined behind it. The replica's replay position only moves
+   * forward (on one timeline), so the position read after the callback's last statement covers
+   * everything the callback saw. No statement, or a portal query that turned pipelining off: the
+   * position is read after the callback as before.
+   */
+  private async readObservedWith<T>(
+    target: string,
+    client: pg.PoolClient,
+    fn: (connection: pg.PoolClient) => Promise<T>,
+    pipelined: PipelinedCapture,
+  ): Promise<ReadOutcome<T, PgPosition>> {
+    let value: T;
+    try {
+      value = await fn(client);
+    } catch (error) {
+      await pipelined.finish();
+      throw error;
+    }
+    const row = await pipelined.finish();
+    if (row === undefined) return { value, observed: await this.observeOn(target, client) };
+    const observed = this.replicaPosition(target, row);
+    await this.learnHistory(observed.timeline, client);
+    return { value, observed };
   }
 
   private async observeOn(target: string, client: pg.PoolClient): Promise<PgPosition> {

@@ -8,11 +8,18 @@ import pg from 'pg';
 interface PipeliningClient {
   pipeline: boolean;
   readonly _sentQueryQueue: readonly unknown[];
+  /** Its socket, corked so that a statement and the query behind it leave in one write. */
+  readonly connection?: { readonly stream?: { cork?: () => void; uncork?: () => void } };
 }
 
 function canPipeline(client: pg.PoolClient): client is pg.PoolClient & PipeliningClient {
   const candidate = client as unknown as Partial<PipeliningClient>;
   return typeof candidate.pipeline === 'boolean' && Array.isArray(candidate._sentQueryQueue);
+}
+
+/** Whether the installed node-postgres can pipeline (8.23+), asked of a client never connected. */
+export function driverCanPipeline(): boolean {
+  return canPipeline(new pg.Client() as unknown as pg.PoolClient);
 }
 
 /**
@@ -27,12 +34,14 @@ function keepsPortalOpen(config: unknown): boolean {
 }
 
 /**
- * For `transaction: false` writes: a position query written right behind each statement of the
- * callback, without waiting for the statement's answer (pipelining), so the capture after the
- * last one arrives in the same round trip as that statement's own answer. In autocommit mode the
- * server commits a statement before it runs the next one, so the capture behind the last
- * statement is at least that commit's position (invariant 1); when it reports an open
- * transaction, the adapter refuses the write as before.
+ * A position query written right behind each statement of a callback, in the same socket write,
+ * without waiting for the statement's answer (pipelining), so the one after the last statement
+ * arrives in the same round trip as that statement's own answer. For `transaction: false` writes
+ * (`pipelineCapture`): in autocommit mode the server commits a statement before it runs the next
+ * one, so the capture behind the last statement is at least that commit's position (invariant
+ * 1); when it reports an open transaction, the adapter refuses the write as before. For replica
+ * reads asked to observe: replay only moves forward, so the observation behind the last statement
+ * covers everything the callback saw (invariant 3).
  *
  * The client pipelines only while this is installed, and only plain queries: a query that keeps
  * a portal open turns it off for the rest of the lease (when nothing is in flight; otherwise
@@ -47,32 +56,45 @@ export class PipelinedCapture {
 
   private constructor(
     private readonly client: pg.PoolClient & PipeliningClient,
-    captureSql: string,
+    capture: string | pg.QueryConfig,
   ) {
     this.counted = client.query;
     const send = Object.getPrototypeOf(client).query as pg.PoolClient['query'];
     client.query = ((...args: unknown[]) => {
       if (keepsPortalOpen(args[0])) this.stop();
-      const result = (this.counted as (...a: unknown[]) => unknown).apply(client, args);
-      if (!this.off) {
-        client.pipeline = true;
+      if (this.off) return (this.counted as (...a: unknown[]) => unknown).apply(client, args);
+      client.pipeline = true;
+      // One socket write for both: node-postgres writes a query as it submits it (at once, in
+      // pipeline mode), and each write is a system call.
+      const stream = client.connection?.stream;
+      stream?.cork?.();
+      try {
+        const result = (this.counted as (...a: unknown[]) => unknown).apply(client, args);
         // Not counted as a round trip: it travels behind the statement and is answered with it.
-        const capture = (send as (text: string) => Promise<pg.QueryResult>).call(
+        const answer = (send as (query: string | pg.QueryConfig) => Promise<pg.QueryResult>).call(
           client,
-          captureSql,
+          capture,
         );
-        this.last = capture.then(
-          (answer) => answer.rows[0] as Record<string, unknown> | undefined,
+        this.last = answer.then(
+          (reply) => reply.rows[0] as Record<string, unknown> | undefined,
           () => undefined,
         );
+        return result;
+      } finally {
+        stream?.uncork?.();
       }
-      return result;
     }) as pg.PoolClient['query'];
   }
 
-  /** Install on a client checked out for one write; undefined when the driver cannot pipeline. */
-  static install(client: pg.PoolClient, captureSql: string): PipelinedCapture | undefined {
-    return canPipeline(client) ? new PipelinedCapture(client, captureSql) : undefined;
+  /**
+   * Install on a client checked out for one operation; undefined when the driver cannot
+   * pipeline. `capture`: the query sent behind each statement (text, or a named statement).
+   */
+  static install(
+    client: pg.PoolClient,
+    capture: string | pg.QueryConfig,
+  ): PipelinedCapture | undefined {
+    return canPipeline(client) ? new PipelinedCapture(client, capture) : undefined;
   }
 
   /**

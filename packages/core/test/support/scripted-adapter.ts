@@ -85,6 +85,7 @@ export interface AdapterCalls {
     readonly target: string;
     readonly at: number;
     readonly required?: CounterPosition | undefined;
+    readonly observe?: boolean | undefined;
   }>;
   readonly waits: WaitCall[];
   /** Replica probes by id, and primary probes as `primary`. */
@@ -239,7 +240,12 @@ export class ScriptedAdapter implements Adapter<CounterPosition, ScriptedConnect
     fn: (connection: ScriptedConnection) => Promise<T>,
     context: ReadContext<CounterPosition>,
   ): Promise<ReadOutcome<T, CounterPosition>> {
-    this.calls.reads.push({ target, at: this.clock.now(), required: context.required });
+    this.calls.reads.push({
+      target,
+      at: this.clock.now(),
+      required: context.required,
+      observe: context.observe,
+    });
     const node = target === PRIMARY ? this.primary : this.replica(target);
     const failure = node.readFailures.shift();
     if (failure !== undefined) throw failure;

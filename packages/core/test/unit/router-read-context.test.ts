@@ -43,3 +43,50 @@ describe('ReadContext.required: the position an adapter may ask its server to en
     expect(f.adapter.calls.reads[0]?.required).toBeUndefined();
   });
 });
+
+describe('ReadContext.observe: the position asked with the read only where it is free and needed', () => {
+  const freeWithRead = (a: { observesWithRead?: boolean }) => {
+    a.observesWithRead = true;
+  };
+
+  it("is true on replica reads with settle: 'immediate' and an adapter that observes with the read", async () => {
+    const f = await routerFixture({
+      router: { settle: 'immediate' },
+      configure: (a) => freeWithRead(a as { observesWithRead?: boolean }),
+    });
+    const session = new Session();
+    await f.read(session);
+    expect(f.adapter.calls.reads.map((r) => r.observe)).toEqual([true]);
+    // Settled from what the read returned: no probe, nothing pending.
+    expect(session.unsettled).toBe(false);
+    expect(f.adapter.calls.observes).toHaveLength(0);
+  });
+
+  it('is false with deferred settling (the default), even when the adapter could', async () => {
+    const f = await routerFixture({
+      configure: (a) => freeWithRead(a as { observesWithRead?: boolean }),
+    });
+    await f.read(new Session());
+    expect(f.adapter.calls.reads.map((r) => r.observe)).toEqual([false]);
+  });
+
+  it("is false with settle: 'immediate' when observing would cost the adapter a round trip", async () => {
+    const f = await routerFixture({ router: { settle: 'immediate' } });
+    await f.read(new Session());
+    expect(f.adapter.calls.reads.map((r) => r.observe)).toEqual([false]);
+  });
+
+  it('is false on the primary', async () => {
+    const f = await routerFixture({
+      router: { settle: 'immediate' },
+      configure: (a) => {
+        freeWithRead(a as { observesWithRead?: boolean });
+        a.setAll({ reachable: false });
+      },
+    });
+    await f.read(new Session()).catch(() => undefined);
+    const primaryReads = f.adapter.calls.reads.filter((r) => r.target === 'primary');
+    expect(primaryReads.length).toBeGreaterThan(0);
+    expect(primaryReads.every((r) => r.observe === false)).toBe(true);
+  });
+});

@@ -62,6 +62,45 @@ describe.skipIf(targets.length === 0).each(targets)('%s: reads', (target) => {
     }
   });
 
+  it('asked to observe explicitly, a replica read sends the position behind its statements: 1 round trip, covered; a portal query falls back', async () => {
+    const adapter = adapterFor(cluster);
+    const replica = cluster.replicas()[0]!.name;
+    try {
+      const { position } = await adapter.write((c) => c.query('INSERT INTO items VALUES (3)'), {});
+      await waitForReplicasToCatchUp(cluster);
+      const count = 'SELECT count(*)::int AS n FROM items WHERE id = 3';
+      const before = adapter.roundTrips();
+      const outcome = await adapter.read(replica, async (c) => (await c.query(count)).rows[0].n, {
+        observe: true,
+      });
+      const after = adapter.roundTrips();
+      expect(outcome.value).toBe(1);
+      expect(adapter.codec.compare(outcome.observed!, position)).toBe('covered');
+      expect(after.readRoundTrips - before.readRoundTrips).toBe(1);
+      // A query that keeps a portal open is never pipelined: the position is read after it.
+      const portal = await adapter.read(
+        replica,
+        async (c) => {
+          const query = { text: 'SELECT id FROM items', rows: 10 } as unknown as string;
+          return (await c.query(query)).rows.length;
+        },
+        { observe: true },
+      );
+      expect(portal.value).toBeGreaterThan(0);
+      expect(adapter.codec.compare(portal.observed!, position)).toBe('covered');
+      // A failing statement: the error reaches the caller, the connection stays usable.
+      await expect(
+        adapter.read(replica, (c) => c.query('SELECT * FROM no_such_table'), { observe: true }),
+      ).rejects.toThrow(/no_such_table/);
+      const again = await adapter.read(replica, async (c) => (await c.query(count)).rows[0].n, {
+        observe: true,
+      });
+      expect(again.value).toBe(1);
+    } finally {
+      await adapter.close();
+    }
+  });
+
   it('observes the primary position on a primary read, after the read', async () => {
     const adapter = adapterFor(cluster);
     try {

@@ -203,6 +203,60 @@ describe.skipIf(targets.length === 0).each(targets)('%s: Router over the adapter
     }
   });
 
+  it("with settle: 'immediate', a replica read returns its position with the read (no probe, 1 round trip); deferred settling needs a probe", async () => {
+    await waitForReplicasToCatchUp(cluster);
+    const id = nextId++;
+    await cluster.exec(cluster.primary().name, `INSERT INTO items VALUES (${id})`);
+    await waitForReplicasToCatchUp(cluster);
+    for (const settle of ['immediate', 'deferred'] as const) {
+      const adapter = adapterFor(cluster);
+      expect(adapter.observesWithRead).toBe(true);
+      let observations = 0;
+      const observe = adapter.observe.bind(adapter);
+      adapter.observe = (replicaId, context) => {
+        observations++;
+        return observe(replicaId, context);
+      };
+      const counting = new Router({
+        adapter,
+        cluster: 'main',
+        monitorOptions: { intervalMs: 60_000 },
+        settle,
+      });
+      try {
+        await counting.ready();
+        const session = new Session();
+        const before = adapter.roundTrips();
+        const observedBefore = observations;
+        // Two statements in the callback, one of them while the other is in flight.
+        const read = await counting.readDetailed(session, async (c) => {
+          const [found] = await Promise.all([hasRow(c, id), c.query('SELECT 1')]);
+          return found && (await hasRow(c, id));
+        });
+        await session.settled();
+        const after = adapter.roundTrips();
+        expect(read.value).toBe(true);
+        expect(read.decision.target).not.toBe(PRIMARY);
+        expect(session.unsettled).toBe(false);
+        // The session now holds what the replica had applied after the read: at least the row.
+        const position = session.position('main', adapter.codec);
+        expect(position).toBeDefined();
+        const primary = await adapter.probePrimary({ signal: new AbortController().signal });
+        expect(adapter.codec.compare(primary, position!)).toBe('covered');
+        if (settle === 'immediate') {
+          expect(observations - observedBefore).toBe(0);
+          // The callback's own statements only: the position rode behind them.
+          expect(after.readRoundTrips - before.readRoundTrips).toBe(3);
+        } else {
+          expect(observations - observedBefore).toBe(1);
+          expect(after.readRoundTrips - before.readRoundTrips).toBe(3);
+        }
+      } finally {
+        await counting.close();
+      }
+    }
+  });
+
   it('keeps reads monotonic: after seeing a row on one replica, never reads a replica without it', async () => {
     const [ahead, behind] = replicas as [string, string];
     await waitForReplicasToCatchUp(cluster);
