@@ -27,9 +27,15 @@ export interface BenchRun<C> {
    * A router on a fresh adapter: default options (the paused cells start one), or the given
    * wait options (the Bookstore's `fast` variant).
    */
-  newRouter(options?: { wait?: { budgetMs: number } }): Promise<InstrumentedRouter<C>>;
+  newRouter(options?: BenchRouterOptions): Promise<InstrumentedRouter<C>>;
   progress(line: string): void;
   emit(row: Row): void;
+}
+
+/** Router options a benchmark variant may set (everything else stays default). */
+export interface BenchRouterOptions {
+  readonly wait?: { readonly budgetMs: number };
+  readonly settle?: 'deferred' | 'immediate';
 }
 
 export const READ_CONCURRENCY = [1, 16, 64] as const;
@@ -358,18 +364,21 @@ async function bookstorePair<C>(
   cell: 'bookstore' | 'bookstore-paused',
   concurrency: number,
   router: InstrumentedRouter<C>,
-  fast?: InstrumentedRouter<C>,
+  extra: { fast?: InstrumentedRouter<C>; immediate?: InstrumentedRouter<C> } = {},
 ): Promise<void> {
   const raw = bookstoreLoads(run, run.raw, concurrency);
   const rawVariant: Variant<C> = { name: 'raw', op: raw.op, warm: raw.warm };
   // `tidemark`: each request settles its reads before its cookie goes out (the HTTP carriers'
   // default); `tidemark-carry`: the cookie carries them (toTokenData({ carryPending: true }));
   // `tidemark-fast`: carrying, on a router that never waits (`wait: { budgetMs: 0 }`): a read
-  // no replica is known to cover goes to the primary at once.
+  // no replica is known to cover goes to the primary at once; `tidemark-immediate`: settling, on
+  // a router with `settle: 'immediate'` (where the adapter can, the position comes with the read).
+  const { fast, immediate } = extra;
   const variants: Array<{ name: string; router: InstrumentedRouter<C>; carry: boolean }> = [
     { name: 'tidemark', router, carry: false },
     { name: 'tidemark-carry', router, carry: true },
     ...(fast ? [{ name: 'tidemark-fast', router: fast, carry: true }] : []),
+    ...(immediate ? [{ name: 'tidemark-immediate', router: immediate, carry: false }] : []),
   ];
   const tidemarks = variants.map(({ name, router: chosen, carry }) => {
     const loads = bookstoreLoads(
@@ -424,13 +433,15 @@ async function bookstorePair<C>(
 /** The Bookstore loop with replication running: raw driver and Tidemark. */
 export async function bookstoreCells<C>(run: BenchRun<C>): Promise<void> {
   const fast = await run.newRouter({ wait: { budgetMs: 0 } });
+  const immediate = await run.newRouter({ settle: 'immediate' });
   try {
     for (const concurrency of BOOKSTORE_CONCURRENCY) {
       run.progress(`bookstore: concurrency ${concurrency}`);
-      await bookstorePair(run, 'bookstore', concurrency, run.tidemark, fast);
+      await bookstorePair(run, 'bookstore', concurrency, run.tidemark, { fast, immediate });
     }
   } finally {
     await fast.router.close();
+    await immediate.router.close();
   }
 }
 

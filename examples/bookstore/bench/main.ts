@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import { Router } from '@tidemark/core';
 import { type Cluster, startCluster } from '@tidemark/test-clusters';
 import {
+  type BenchRouterOptions,
   type BenchRun,
   bookstoreCells,
   idleProbeCell,
@@ -108,7 +109,7 @@ async function runOn<C>(db: BenchDatabase<C>, options: Options, cluster: Cluster
     db.openPool(primaryUrl),
     cluster.replicas().map((node) => db.openPool(node.url)),
   );
-  const newRouter = async (routerOptions: { wait?: { budgetMs: number } } = {}) => {
+  const newRouter = async (routerOptions: BenchRouterOptions = {}) => {
     const adapter = await db.createAdapter(primaryUrl, replicaUrls, options.adapterOptions);
     // The options the README's quick start shows: the adapter and a cluster name.
     const instrumented = new InstrumentedRouter(
