@@ -399,14 +399,9 @@ class PgClusterAdapter implements PgAdapter {
     const pipelined = this.pipelineCapture
       ? PipelinedCapture.install(client, AUTOCOMMIT_CAPTURE_SQL)
       : undefined;
-    let value: T;
-    try {
-      value = await fn(client);
-    } catch (error) {
-      await pipelined?.finish();
-      throw error;
-    }
-    const captured = await pipelined?.finish();
+    const { value, row: captured } = pipelined
+      ? await pipelined.around(() => fn(client))
+      : { value: await fn(client), row: undefined };
     if (captured !== undefined) {
       if (captured['in_transaction'] === true || transactionIdle(client) === false) {
         await this.refuseOpenTransaction(client);
@@ -438,14 +433,7 @@ class PgClusterAdapter implements PgAdapter {
     fn: (connection: pg.PoolClient) => Promise<T>,
     pipelined: PipelinedCapture,
   ): Promise<ReadOutcome<T, PgPosition>> {
-    let value: T;
-    try {
-      value = await fn(client);
-    } catch (error) {
-      await pipelined.finish();
-      throw error;
-    }
-    const row = await pipelined.finish();
+    const { value, row } = await pipelined.around(() => fn(client));
     if (row === undefined) return { value, observed: await this.observeOn(target, client) };
     const observed = this.replicaPosition(target, row);
     await this.learnHistory(observed.timeline, client);

@@ -98,6 +98,23 @@ export class PipelinedCapture {
   }
 
   /**
+   * Run `fn` on the client with this installed, then {@link finish} (also when `fn` throws): its
+   * value and the row of the query behind its last statement.
+   */
+  async around<T>(
+    fn: () => Promise<T>,
+  ): Promise<{ readonly value: T; readonly row: Record<string, unknown> | undefined }> {
+    let value: T;
+    try {
+      value = await fn();
+    } catch (error) {
+      await this.finish();
+      throw error;
+    }
+    return { value, row: await this.finish() };
+  }
+
+  /**
    * The row of the capture behind the callback's last statement, once answered; undefined when
    * there was none (no statement, a portal query, a failed capture). Then uninstalls.
    */
