@@ -38,6 +38,13 @@ export type TokenMode = 'settle' | 'carry';
  */
 export type WriteMode = 'transaction' | 'autocommit';
 
+/**
+ * When the app's router settles a replica read's position (the router's `settle` option):
+ * `deferred` by a shared probe before the session next needs it, `immediate` before the read
+ * returns (on PostgreSQL from the read's own round trip, `Adapter.observesWithRead`).
+ */
+export type SettleMode = NonNullable<AppRouterOptions['settle']>;
+
 /** What one operation produced, as the app saw it. */
 export interface OpOutcome {
   readonly ok: boolean;

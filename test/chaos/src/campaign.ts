@@ -7,6 +7,7 @@ import {
   App,
   type AppStats,
   type ControlMode,
+  type SettleMode,
   type TokenMode,
   type WriteMode,
   withTimeout,
@@ -30,6 +31,8 @@ export interface CampaignOptions {
   readonly tokens?: TokenMode;
   /** How the app writes (default `transaction`). */
   readonly writes?: WriteMode;
+  /** When the router settles a replica read's position (default `deferred`). */
+  readonly settle?: SettleMode;
   /** App sessions (default 8). */
   readonly sessions?: number;
   /** Share of operations that are writes (default 0.35). */
@@ -48,6 +51,7 @@ export interface CampaignResult {
   readonly control: ControlMode;
   readonly tokens: TokenMode;
   readonly writes: WriteMode;
+  readonly settle: SettleMode;
   readonly durationSec: number;
   readonly sessions: number;
   readonly capabilities: readonly ClusterCapability[];
@@ -103,11 +107,12 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
   const cluster = await prepareCluster(target);
   const tokenMode = options.tokens ?? 'settle';
   const writeMode = options.writes ?? 'transaction';
+  const settleMode = options.settle ?? 'deferred';
   const app = new App(
     target,
     cluster,
     options.control,
-    {},
+    { settle: settleMode },
     randomBytes(32).toString('hex'),
     tokenMode,
     writeMode,
@@ -152,7 +157,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       signal,
     });
     log(
-      `campaign: target=${options.target} (${cluster.version}) control=${options.control} tokens=${tokenMode} writes=${writeMode} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
+      `campaign: target=${options.target} (${cluster.version}) control=${options.control} tokens=${tokenMode} writes=${writeMode} settle=${settleMode} seed=${options.seed} duration=${options.durationSec}s sessions=${sessionsWanted} capabilities=${[...scheduler.capabilities].join(',')}`,
     );
 
     const runOp = async (session: SessionState, kind: 'write' | 'read'): Promise<void> => {
@@ -249,6 +254,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRes
       control: options.control,
       tokens: tokenMode,
       writes: writeMode,
+      settle: settleMode,
       durationSec: options.durationSec,
       sessions: sessionsWanted,
       capabilities: [...scheduler.capabilities],

@@ -1,7 +1,7 @@
 // pnpm test:chaos [-- --target pg18 --duration 60 --seed N --control naive ...]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { ControlMode, TokenMode, WriteMode } from './app.js';
+import type { ControlMode, SettleMode, TokenMode, WriteMode } from './app.js';
 import { CHAOS_TARGETS, runCampaign } from './campaign.js';
 import { checkHistory } from './checker.js';
 import { FAULT_KINDS, type FaultKind } from './faults.js';
@@ -18,6 +18,9 @@ const USAGE = `usage: pnpm test:chaos -- [options]
                      goes out | carry: replica reads travel in the token (carryPending)
   --writes MODE      transaction (default): the router's managed transaction | autocommit:
                      transaction: false, as pool.query('INSERT ...')
+  --settle MODE      deferred (default): a replica read's position is settled later, by a shared
+                     probe | immediate: before the read returns (on PostgreSQL, from the read's
+                     own round trip)
   --sessions N       app sessions (default 8)
   --faults LIST      comma-separated subset of: ${FAULT_KINDS.join(', ')}
   --history FILE     write every operation and failover as JSON lines to FILE
@@ -47,6 +50,7 @@ async function main(): Promise<number> {
   const sessions = Number(values.sessions ?? '8');
   const tokens = (values.tokens ?? 'settle') as TokenMode;
   const writes = (values.writes ?? 'transaction') as WriteMode;
+  const settle = (values.settle ?? 'deferred') as SettleMode;
   const problems: string[] = [];
   if (!(CHAOS_TARGETS as readonly string[]).includes(target)) {
     problems.push(`unknown --target ${target}`);
@@ -58,6 +62,9 @@ async function main(): Promise<number> {
   if (tokens !== 'settle' && tokens !== 'carry') problems.push(`unknown --tokens ${tokens}`);
   if (writes !== 'transaction' && writes !== 'autocommit') {
     problems.push(`unknown --writes ${writes}`);
+  }
+  if (settle !== 'deferred' && settle !== 'immediate') {
+    problems.push(`unknown --settle ${settle}`);
   }
   if (!(Number.isInteger(sessions) && sessions >= 1 && sessions <= 64)) {
     problems.push('--sessions must be 1..64');
@@ -112,6 +119,7 @@ async function main(): Promise<number> {
       control,
       tokens,
       writes,
+      settle,
       sessions,
       faults,
       log: (line) => console.log(line),
@@ -132,6 +140,7 @@ async function main(): Promise<number> {
       control: result.control,
       tokens: result.tokens,
       writes: result.writes,
+      settle: result.settle,
       durationSec: result.durationSec,
       faults: result.faults,
     };
@@ -163,7 +172,7 @@ function recheck(file: string): number {
     else if (type === 'final') finalAbsent = record['absent'] as number[];
     else if (type === 'meta') {
       faults = Number(record['faults'] ?? 0);
-      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} tokens=${String(record['tokens'] ?? 'settle')} writes=${String(record['writes'] ?? 'transaction')} duration=${String(record['durationSec'])}s`;
+      meta = `target=${String(record['target'])} seed=${String(record['seed'])} control=${String(record['control'])} tokens=${String(record['tokens'] ?? 'settle')} writes=${String(record['writes'] ?? 'transaction')} settle=${String(record['settle'] ?? 'deferred')} duration=${String(record['durationSec'])}s`;
     }
   }
   const check = checkHistory({ operations, failovers, finalAbsent });
@@ -185,6 +194,7 @@ function parse(args: string[]) {
       control: { type: 'string' },
       tokens: { type: 'string' },
       writes: { type: 'string' },
+      settle: { type: 'string' },
       sessions: { type: 'string' },
       faults: { type: 'string' },
       history: { type: 'string' },

@@ -31,7 +31,7 @@ export function formatReport(result: CampaignResult): string[] {
   const { check } = result;
 
   lines.push(
-    `summary: target=${result.target} (${result.version}) control=${result.control} tokens=${result.tokens} writes=${result.writes} seed=${result.seed} duration=${result.durationSec}s sessions=${result.sessions}`,
+    `summary: target=${result.target} (${result.version}) control=${result.control} tokens=${result.tokens} writes=${result.writes} settle=${result.settle} seed=${result.seed} duration=${result.durationSec}s sessions=${result.sessions}`,
   );
   const faultParts = FAULT_KINDS.filter((kind) => {
     const c = result.faultCounts[kind];

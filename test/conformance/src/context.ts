@@ -18,6 +18,18 @@ export const CLUSTER_NAME = 'main';
 /** Router options a scenario may set; the adapter and cluster name come from the context. */
 export type RouterConfig<P, C> = Omit<RouterOptions<P, C>, 'adapter' | 'cluster'>;
 
+/**
+ * `TIDEMARK_SETTLE=immediate|deferred` runs every scenario's router with that `settle` mode, unless
+ * the scenario sets one itself (unset: the router's default). An unknown value fails the run.
+ */
+export function settleFromEnv(
+  value: string | undefined = process.env['TIDEMARK_SETTLE'],
+): Pick<RouterOptions<unknown, unknown>, 'settle'> {
+  if (value === undefined || value === '') return {};
+  if (value === 'immediate' || value === 'deferred') return { settle: value };
+  throw new Error(`TIDEMARK_SETTLE=${value}: expected immediate or deferred`);
+}
+
 /** A router plus what the suite needs to verify its claims. */
 export interface RouterHandle<P, C> {
   readonly router: Router<P, C>;
@@ -106,6 +118,7 @@ export function createContext<P, C>(
     async router(config = {}, needs = {}, monitorFor = undefined) {
       const traced = traceAdapter(target.createAdapter(cluster, needs));
       const router = new Router<P, C>({
+        ...settleFromEnv(),
         ...config,
         ...(monitorFor ? { monitor: monitorFor(traced.adapter) } : {}),
         adapter: traced.adapter,

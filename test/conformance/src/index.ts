@@ -4,6 +4,7 @@ export {
   type RouterConfig,
   type RouterHandle,
   type ScenarioContext,
+  settleFromEnv,
   type WaitTrace,
 } from './context.js';
 export {

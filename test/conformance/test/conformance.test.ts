@@ -11,6 +11,7 @@ import {
   type Scenario,
   type ScenarioReport,
   selectScenarios,
+  settleFromEnv,
 } from '../src/index.js';
 import { describeConformanceTarget } from '../src/vitest-suite.js';
 
@@ -44,9 +45,20 @@ if (selected.length > 0 && selected.length < allScenarios.length) {
   );
 }
 
-it('TIDEMARK_TARGETS and TIDEMARK_SCENARIOS name only known targets and scenarios', () => {
+// TIDEMARK_SETTLE runs every router with one settle mode; say which, since it changes what runs.
+let settleError: unknown;
+try {
+  const { settle } = settleFromEnv();
+  if (settle)
+    console.warn(`conformance: TIDEMARK_SETTLE=${settle}: every router settles ${settle}`);
+} catch (error) {
+  settleError = error;
+}
+
+it('TIDEMARK_TARGETS, TIDEMARK_SCENARIOS and TIDEMARK_SETTLE name only known values', () => {
   expect(targetListError, String(targetListError)).toBeUndefined();
   expect(scenarioListError, String(scenarioListError)).toBeUndefined();
+  expect(settleError, String(settleError)).toBeUndefined();
   expect(targetNames.length).toBeGreaterThan(0);
 });
 

@@ -17,6 +17,7 @@ import {
   type ScenarioReport,
   scenarios,
   selectScenarios,
+  settleFromEnv,
   traceAdapter,
 } from '../../src/index.js';
 
@@ -59,6 +60,20 @@ describe('parseTargetList', () => {
   });
   it('rejects unknown names and lists the known ones', () => {
     expect(() => parseTargetList('pg15,pg99')).toThrow(/pg99.*Known targets: pg15, pg18, pg19/);
+  });
+});
+
+describe('settleFromEnv', () => {
+  it('leaves the router default when unset and passes the two modes through', () => {
+    expect(settleFromEnv(undefined)).toEqual({});
+    expect(settleFromEnv('')).toEqual({});
+    expect(settleFromEnv('immediate')).toEqual({ settle: 'immediate' });
+    expect(settleFromEnv('deferred')).toEqual({ settle: 'deferred' });
+  });
+  it('rejects anything else, naming the accepted values', () => {
+    expect(() => settleFromEnv('eager')).toThrow(
+      /TIDEMARK_SETTLE=eager: expected immediate or deferred/,
+    );
   });
 });
 
