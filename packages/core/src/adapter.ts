@@ -108,8 +108,8 @@ export interface Adapter<P, C> {
    * True when `read` on a replica, asked to observe (`observe: true`), returns `observed` without
    * another round trip: the position query travels behind the read's own statements and is
    * answered with them (PostgreSQL with node-postgres pipelining). The router then asks for it
-   * wherever it settles a read before the read returns (`settle: 'immediate'`), instead of
-   * probing the replica after the read. Optional, default false: a read that had to observe with
+   * wherever it settles a read before the read returns (`settle: 'immediate'`) and the read is
+   * alone on its replica, instead of probing the replica after the read. Optional, default false: a read that had to observe with
    * a round trip of its own would cost more than the shared probe it replaces. Read at call time.
    */
   readonly observesWithRead?: boolean | undefined;

@@ -76,6 +76,40 @@ describe('ReadContext.observe: the position asked with the read only where it is
     expect(f.adapter.calls.reads.map((r) => r.observe)).toEqual([false]);
   });
 
+  it('is false for a read with company on its replica: one shared probe settles them all', async () => {
+    const f = await routerFixture({
+      replicas: ['r1'],
+      router: { settle: 'immediate' },
+      configure: (a) => freeWithRead(a as { observesWithRead?: boolean }),
+    });
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = new Session();
+    const second = new Session();
+    const firstRead = f.clock.run(
+      f.router.read(first, async () => {
+        await held;
+        return 'first';
+      }),
+    );
+    // The first read is in flight on r1 when the second one starts there.
+    await f.clock.run(f.router.read(second, async () => 'second'));
+    release();
+    await firstRead;
+    expect(f.adapter.calls.reads.map((r) => [r.target, r.observe])).toEqual([
+      ['r1', true],
+      ['r1', false],
+    ]);
+    // Both settled before they returned: the first from its own read, the second from a probe.
+    expect(first.unsettled).toBe(false);
+    expect(second.unsettled).toBe(false);
+    // Alone again: the next read asks for the position with the read.
+    await f.read(new Session());
+    expect(f.adapter.calls.reads.at(-1)?.observe).toBe(true);
+  });
+
   it('is false on the primary', async () => {
     const f = await routerFixture({
       router: { settle: 'immediate' },
