@@ -109,8 +109,9 @@ export interface Adapter<P, C> {
    * another round trip: the position query travels behind the read's own statements and is
    * answered with them (PostgreSQL with node-postgres pipelining). The router then asks for it
    * wherever it settles a read before the read returns (`settle: 'immediate'`) and the read is
-   * alone on its replica, instead of probing the replica after the read. Optional, default false: a read that had to observe with
-   * a round trip of its own would cost more than the shared probe it replaces. Read at call time.
+   * alone on its replica, instead of probing the replica after the read. Optional, default
+   * false: a read that had to observe with a round trip of its own would cost more than the
+   * shared probe it replaces. Read at call time.
    */
   readonly observesWithRead?: boolean | undefined;
   /** Current position of the primary. */
